@@ -1,0 +1,154 @@
+// Package cpython is Skynet's thin cgo layer over the CPython C API.
+//
+// One interpreter serves the whole process. It is started once, through
+// PyConfig, by Initialize; it is never finalised (C extensions such as numpy
+// cannot be re-initialised). Python code runs only on a Thread: an OS thread
+// with its own thread state that takes the GIL explicitly. Values cross the
+// boundary in one compact buffer per call (see codec.go), so the hot path pays
+// one cgo crossing per call rather than one per C-API function.
+package cpython
+
+/*
+#cgo pkg-config: python3-embed
+#cgo CFLAGS: -Wall -Werror=implicit-function-declaration
+#include <stdlib.h>
+#include "host.h"
+*/
+import "C"
+
+import (
+	_ "embed"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"unsafe"
+)
+
+//go:embed host.py
+var hostSource string
+
+// Config chooses which Python installation the interpreter uses.
+type Config struct {
+	// Executable is the python binary whose installation (or virtualenv) to
+	// use, e.g. "/path/venv/bin/python". Empty: $VIRTUAL_ENV/bin/python when
+	// VIRTUAL_ENV is set, else the installation libpython was built for.
+	Executable string
+	// Home overrides the standard library location (PYTHONHOME semantics).
+	Home string
+	// Argv becomes sys.argv; empty means ["skynet"].
+	Argv []string
+}
+
+var (
+	initMu     sync.Mutex
+	initDone   bool
+	initConfig Config
+	initErr    error
+)
+
+// ErrConfigConflict is returned when the interpreter is already running with
+// another configuration: there is one per process.
+var ErrConfigConflict = errors.New("cpython: the interpreter is already initialised with a different Python configuration (one per process)")
+
+// Initialize starts the interpreter. Later calls with an equal (resolved)
+// config return the first call's result; a different config is an error.
+func Initialize(cfg Config) error {
+	cfg = resolve(cfg)
+	initMu.Lock()
+	defer initMu.Unlock()
+	if initDone {
+		if initErr == nil && !sameConfig(cfg, initConfig) {
+			return ErrConfigConflict
+		}
+		return initErr
+	}
+	initDone, initConfig = true, cfg
+	initErr = initialize(cfg)
+	return initErr
+}
+
+// Initialized reports whether the interpreter is running.
+func Initialized() bool {
+	initMu.Lock()
+	defer initMu.Unlock()
+	return initDone && initErr == nil
+}
+
+func resolve(cfg Config) Config {
+	if cfg.Executable == "" {
+		if venv := os.Getenv("VIRTUAL_ENV"); venv != "" {
+			cfg.Executable = filepath.Join(venv, "bin", "python")
+		}
+	}
+	if len(cfg.Argv) == 0 {
+		cfg.Argv = []string{"skynet"}
+	}
+	return cfg
+}
+
+func sameConfig(a, b Config) bool {
+	if a.Executable != b.Executable || a.Home != b.Home {
+		return false
+	}
+	return true // sys.argv differences are harmless
+}
+
+func initialize(cfg Config) error {
+	if cfg.Executable != "" {
+		if _, err := os.Stat(cfg.Executable); err != nil {
+			return fmt.Errorf("cpython: python executable: %w", err)
+		}
+	}
+	// The initialising OS thread keeps the main thread state as its PyGILState
+	// state, so no other goroutine may ever run on it: a worker landing there
+	// would deadlock in PyGILState_Ensure. It stays parked for the process's life.
+	done := make(chan error)
+	go func() {
+		runtime.LockOSThread()
+		done <- initializeLocked(cfg)
+		select {}
+	}()
+	return <-done
+}
+
+func initializeLocked(cfg Config) error {
+
+	cstrs := make([]*C.char, 0, len(cfg.Argv)+3)
+	defer func() {
+		for _, s := range cstrs {
+			C.free(unsafe.Pointer(s))
+		}
+	}()
+	cstr := func(s string) *C.char {
+		c := C.CString(s)
+		cstrs = append(cstrs, c)
+		return c
+	}
+	argv := (**C.char)(C.malloc(C.size_t(len(cfg.Argv)) * C.size_t(unsafe.Sizeof((*C.char)(nil)))))
+	defer C.free(unsafe.Pointer(argv))
+	args := unsafe.Slice(argv, len(cfg.Argv))
+	for i, a := range cfg.Argv {
+		args[i] = cstr(a)
+	}
+	var errBuf C.sky_buf
+	defer C.sky_buf_free(&errBuf)
+	if C.sky_initialize(cstr(cfg.Executable), cstr(cfg.Home), C.int(len(cfg.Argv)), argv,
+		cstr(hostSource), &errBuf) != 0 {
+		if err := decodeError(bufBytes(&errBuf)); err != nil {
+			return fmt.Errorf("cpython: starting the interpreter: %w", err)
+		}
+		return errors.New("cpython: starting the interpreter failed")
+	}
+	return nil
+}
+
+// bufBytes views a C buffer without copying; valid until C reuses it.
+func bufBytes(b *C.sky_buf) []byte {
+	if b.len == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(b.data)), int(b.len))
+}

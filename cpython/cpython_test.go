@@ -1,0 +1,314 @@
+package cpython
+
+import (
+	"encoding/json"
+	"math"
+	"math/big"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestMain(m *testing.M) {
+	// faulthandler must stay off whatever the environment says (EMBEDDING.md #3).
+	os.Setenv("PYTHONFAULTHANDLER", "1")
+	if err := Initialize(Config{Argv: []string{"metric.py"}}); err != nil {
+		panic(err)
+	}
+	os.Exit(m.Run())
+}
+
+// withThread runs fn on a pinned OS thread holding the GIL.
+func withThread(t *testing.T, fn func(th *Thread)) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		th, err := NewThread(64 << 10)
+		if !assert.NoError(t, err) {
+			return
+		}
+		defer th.Close()
+		th.Enter()
+		fn(th)
+	}()
+	<-done
+}
+
+// module runs source as a fresh module and returns its attribute name.
+func module(t *testing.T, th *Thread, name, source string) *Object {
+	mod, err := th.ExecModule("test_"+strings.ReplaceAll(t.Name(), "/", "_"), "<test>", source)
+	require.NoError(t, err)
+	fn, err := th.Attr(mod, name)
+	require.NoError(t, err)
+	th.Release(mod)
+	return fn
+}
+
+func TestRoundTrip(t *testing.T) {
+	withThread(t, func(th *Thread) {
+		ident := module(t, th, "f", "def f(x):\n    return x\n")
+		defer th.Release(ident)
+		big1, _ := new(big.Int).SetString("123456789012345678901234567890", 10)
+		cases := []struct {
+			in, want any
+		}{
+			{nil, nil},
+			{true, true},
+			{false, false},
+			{42, int64(42)},
+			{int64(math.MinInt64), int64(math.MinInt64)},
+			{uint64(math.MaxUint64), new(big.Int).SetUint64(math.MaxUint64)},
+			{big1, big1},
+			{1.5, 1.5},
+			{"héllo ✓", "héllo ✓"},
+			{[]byte{0, 1, 2}, []byte{0, 1, 2}},
+			{[]any{1, "a", nil}, []any{int64(1), "a", nil}},
+			{Tuple{1, 2}, Tuple{int64(1), int64(2)}},
+			{map[string]any{"b": 1, "a": 2}, &Dict{Keys: []any{"a", "b"}, Values: []any{int64(2), int64(1)}}},
+			{[]string{"x"}, []any{"x"}},
+			{map[string]int{"k": 3}, &Dict{Keys: []any{"k"}, Values: []any{int64(3)}}},
+			{json.RawMessage(`{"z": 1, "a": [true, 2.5, "\ud83d\ude00"]}`),
+				&Dict{Keys: []any{"z", "a"}, Values: []any{int64(1), []any{true, 2.5, "😀"}}}},
+		}
+		for _, c := range cases {
+			got, err := th.CallValue(ident, c.in)
+			require.NoError(t, err, "%#v", c.in)
+			assert.Equal(t, c.want, got, "%#v", c.in)
+		}
+	})
+}
+
+func TestPythonSideTypes(t *testing.T) {
+	withThread(t, func(th *Thread) {
+		f := module(t, th, "f", `
+import fractions
+class Odd:
+    def __repr__(self): return "<odd>"
+def nest(n):
+    v = []
+    for _ in range(n):
+        v = [v]
+    return v
+def f(which):
+    return {
+        "json": __import__("json").loads('{"n": 5, "x": 5.0, "s": "\\ud800", "big": 100000000000000000000}'),
+        "set": {1},
+        "frac": fractions.Fraction(1, 4),
+        "odd": Odd(),
+        "lone": "a\udc80b",
+        "nested": nest(300),
+    }[which]
+`)
+		defer th.Release(f)
+		v, err := th.CallValue(f, "json")
+		require.NoError(t, err)
+		d := v.(*Dict)
+		n, _ := d.Get("n")
+		x, _ := d.Get("x")
+		assert.Equal(t, int64(5), n, "JSON ints stay ints")
+		assert.Equal(t, 5.0, x)
+		s, _ := d.Get("s")
+		assert.Equal(t, `\ud800`, s, "lone surrogates come back escaped")
+		bigv, _ := d.Get("big")
+		assert.Equal(t, "100000000000000000000", bigv.(*big.Int).String())
+
+		v, err = th.CallValue(f, "set")
+		require.NoError(t, err)
+		assert.Equal(t, Foreign{Type: "set", Repr: "{1}"}, v)
+		v, err = th.CallValue(f, "frac")
+		require.NoError(t, err)
+		assert.Equal(t, 0.25, v, "objects with __float__ are numbers")
+		v, err = th.CallValue(f, "odd")
+		require.NoError(t, err)
+		assert.Equal(t, Foreign{Type: "test_TestPythonSideTypes.Odd", Repr: "<odd>"}, v)
+		v, err = th.CallValue(f, "lone")
+		require.NoError(t, err)
+		assert.Equal(t, `a\udc80b`, v)
+		v, err = th.CallValue(f, "nested")
+		require.NoError(t, err, "deep nesting is reported, not a crash")
+		for depth := 0; ; depth++ {
+			if l, ok := v.([]any); ok {
+				v = l[0]
+				continue
+			}
+			assert.Equal(t, Foreign{Type: "list", Repr: "<nested too deeply>"}, v)
+			assert.Equal(t, maxDepth+1, depth)
+			break
+		}
+	})
+}
+
+func TestJSONSurrogatesReachPython(t *testing.T) {
+	withThread(t, func(th *Thread) {
+		f := module(t, th, "f", "def f(x):\n    return [len(x), ord(x[0])]\n")
+		defer th.Release(f)
+		v, err := th.CallValue(f, json.RawMessage(`"\ud800"`))
+		require.NoError(t, err)
+		assert.Equal(t, []any{int64(1), int64(0xD800)}, v)
+	})
+}
+
+func TestExceptionsBecomeErrors(t *testing.T) {
+	withThread(t, func(th *Thread) {
+		f := module(t, th, "f", `
+import sys
+class Custom(Exception): pass
+def f(kind):
+    if kind == "zero": return 1 / 0
+    if kind == "exit": sys.exit(3)
+    if kind == "kbd": raise KeyboardInterrupt
+    if kind == "custom": raise Custom("mine")
+    if kind == "recurse": return f(kind)
+`)
+		defer th.Release(f)
+		for kind, want := range map[string]string{
+			"zero": "ZeroDivisionError: division by zero", "exit": "SystemExit: 3",
+			"kbd": "KeyboardInterrupt", "custom": "test_TestExceptionsBecomeErrors.Custom: mine",
+			"recurse": "RecursionError: maximum recursion depth exceeded",
+		} {
+			_, err := th.CallValue(f, kind)
+			pe, ok := AsError(err)
+			require.True(t, ok, kind)
+			assert.Equal(t, want, pe.Error(), kind)
+			assert.Contains(t, pe.Traceback, "Traceback (most recent call last)", kind)
+			assert.Contains(t, pe.Traceback, `<test>", line`, kind)
+		}
+	})
+}
+
+func TestInterruptStopsBusyLoopAndDoesNotLeak(t *testing.T) {
+	withThread(t, func(th *Thread) {
+		f := module(t, th, "f", "def f(n):\n    while True:\n        n += 1\n")
+		g := module(t, th, "g", "def g(n):\n    return n\n")
+		defer th.Release(f)
+		defer th.Release(g)
+		token := NewToken()
+		go func() {
+			time.Sleep(50 * time.Millisecond)
+			th.Interrupt(token)
+		}()
+		var e Encoder
+		require.NoError(t, e.Value(0))
+		start := time.Now()
+		_, err := th.Call(f, e.Bytes(), 1, token, false)
+		pe, ok := AsError(err)
+		require.True(t, ok)
+		assert.True(t, pe.Interrupted(), pe.Error())
+		assert.Less(t, time.Since(start), 5*time.Second)
+		// A late interrupt for a finished call must not hit the next call.
+		assert.False(t, th.Interrupt(token))
+		v, err := th.Call(g, e.Bytes(), 1, NewToken(), false)
+		require.NoError(t, err)
+		assert.Equal(t, int64(0), v)
+	})
+}
+
+func TestCaptureIsPerCallAndBounded(t *testing.T) {
+	withThread(t, func(th *Thread) {
+		f := module(t, th, "f", "import sys\ndef f(n):\n    print('x' * n)\n    sys.stderr.write('err\\n')\n    return n\n")
+		defer th.Release(f)
+		var e Encoder
+		require.NoError(t, e.Value(3))
+		_, err := th.Call(f, e.Bytes(), 1, 0, true)
+		require.NoError(t, err)
+		logs, cut := th.Logs()
+		assert.Equal(t, "xxx\nerr\n", logs)
+		assert.False(t, cut)
+		e.Reset()
+		require.NoError(t, e.Value(100_000))
+		_, err = th.Call(f, e.Bytes(), 1, 0, true)
+		require.NoError(t, err)
+		logs, cut = th.Logs()
+		assert.Len(t, logs, 64<<10)
+		assert.True(t, cut)
+	})
+}
+
+func TestInterpreterConfig(t *testing.T) {
+	withThread(t, func(th *Thread) {
+		f := module(t, th, "f", `
+import faulthandler, signal, sys
+def f():
+    return {
+        "faulthandler": faulthandler.is_enabled(),
+        "sigint_python": signal.getsignal(signal.SIGINT) is signal.default_int_handler,
+        "sigpipe_ignored": signal.getsignal(signal.SIGPIPE) == signal.SIG_IGN,
+        "argv": sys.argv,
+        "encoding": sys.stdout.encoding,
+    }
+`)
+		defer th.Release(f)
+		v, err := th.CallValue(f)
+		require.NoError(t, err)
+		d := v.(*Dict)
+		for key, want := range map[string]any{
+			"faulthandler": false, "sigint_python": false, "sigpipe_ignored": false,
+			"argv": []any{"metric.py"}, "encoding": "utf-8",
+		} {
+			got, _ := d.Get(key)
+			assert.Equal(t, want, got, key)
+		}
+	})
+}
+
+func TestNoReferenceLeak(t *testing.T) {
+	withThread(t, func(th *Thread) {
+		f := module(t, th, "f", "def f(i, o, e):\n    return (0.5, {'feedback': 'ok', 'scores': {'a': 1}})\n")
+		blocks := module(t, th, "b", "import sys\ndef b():\n    return sys.getallocatedblocks()\n")
+		defer th.Release(f)
+		defer th.Release(blocks)
+		var e Encoder
+		require.NoError(t, e.JSON([]byte(`{"question": "q", "n": [1, 2, 3]}`)))
+		require.NoError(t, e.Value("out"))
+		require.NoError(t, e.Value(map[string]any{"label": "x"}))
+		run := func(n int) {
+			for i := 0; i < n; i++ {
+				_, err := th.Call(f, e.Bytes(), 3, NewToken(), true)
+				require.NoError(t, err)
+			}
+		}
+		run(1000)
+		before, _ := th.CallValue(blocks)
+		run(50_000)
+		after, _ := th.CallValue(blocks)
+		assert.InDelta(t, before.(int64), after.(int64), 50, "allocated blocks grew: a reference leaks per call")
+	})
+}
+
+func TestConcurrentThreads(t *testing.T) {
+	var wg sync.WaitGroup
+	for i := 0; i < 4; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			withThread(t, func(th *Thread) {
+				f := module(t, th, "f", "def f(x):\n    return x * 2\n")
+				defer th.Release(f)
+				for j := 0; j < 200; j++ {
+					var e Encoder
+					require.NoError(t, e.Value(j))
+					v, err := th.Call(f, e.Bytes(), 1, 0, false)
+					require.NoError(t, err)
+					require.Equal(t, int64(2*j), v)
+					th.Leave() // let the others in
+					th.Enter()
+				}
+			})
+		}()
+	}
+	wg.Wait()
+}
+
+func TestSecondInitializeWithOtherConfigFails(t *testing.T) {
+	assert.NoError(t, Initialize(Config{}))
+	assert.ErrorIs(t, Initialize(Config{Executable: os.Args[0]}), ErrConfigConflict)
+}

@@ -1,0 +1,47 @@
+# Run once when the interpreter starts (package cpython). It routes sys.stdout
+# and sys.stderr through _skynet_host.capture so that output written during a
+# call lands in that call's logs; anything written outside a call (imports,
+# threads a metric started) goes to the process's stderr, never to stdout,
+# which may carry a result stream.
+import io
+import sys
+
+import _skynet_host
+
+
+class _CapturedStream(io.TextIOBase):
+    def __init__(self, name, fallback):
+        self._name = name
+        self._fallback = fallback
+
+    @property
+    def name(self):
+        return self._name
+
+    @property
+    def encoding(self):
+        return "utf-8"
+
+    @property
+    def errors(self):
+        return "backslashreplace"
+
+    def writable(self):
+        return True
+
+    def isatty(self):
+        return False
+
+    def write(self, s):
+        if not _skynet_host.capture(s) and self._fallback is not None:
+            self._fallback.write(s)
+            self._fallback.flush()
+        return len(s)
+
+    def flush(self):
+        pass
+
+
+_stderr = sys.__stderr__
+sys.stdout = _CapturedStream("<stdout>", _stderr)
+sys.stderr = _CapturedStream("<stderr>", _stderr)

@@ -1,0 +1,334 @@
+package cpython
+
+import (
+	"encoding/binary"
+	"fmt"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// AppendJSON transcodes one JSON text straight into the value buffer, keeping
+// object key order and building what Python's json.loads builds (ints stay
+// ints, "\ud800" stays a lone surrogate), without an intermediate Go tree.
+func AppendJSON(dst, src []byte) ([]byte, error) {
+	p := jsonParser{src: src, out: dst}
+	p.space()
+	if err := p.value(0); err != nil {
+		return dst, err
+	}
+	p.space()
+	if p.i != len(p.src) {
+		return dst, p.errorf("unexpected %q after the JSON value", p.src[p.i])
+	}
+	return p.out, nil
+}
+
+// JSONError is a JSON syntax error at a byte offset of the input.
+type JSONError struct {
+	Offset int
+	Msg    string
+}
+
+func (e *JSONError) Error() string { return fmt.Sprintf("invalid JSON at byte %d: %s", e.Offset, e.Msg) }
+
+type jsonParser struct {
+	src []byte
+	i   int
+	out []byte
+}
+
+func (p *jsonParser) errorf(format string, args ...any) error {
+	return &JSONError{Offset: p.i, Msg: fmt.Sprintf(format, args...)}
+}
+
+func (p *jsonParser) space() {
+	for p.i < len(p.src) {
+		switch p.src[p.i] {
+		case ' ', '\t', '\n', '\r':
+			p.i++
+		default:
+			return
+		}
+	}
+}
+
+func (p *jsonParser) literal(word string, tag byte) error {
+	if len(p.src)-p.i < len(word) || string(p.src[p.i:p.i+len(word)]) != word {
+		return p.errorf("invalid literal")
+	}
+	p.i += len(word)
+	p.out = append(p.out, tag)
+	return nil
+}
+
+func (p *jsonParser) value(depth int) error {
+	if depth > maxDepth {
+		return p.errorf("nested too deeply (more than %d levels)", maxDepth)
+	}
+	if p.i >= len(p.src) {
+		return p.errorf("unexpected end of input")
+	}
+	switch c := p.src[p.i]; {
+	case c == '{':
+		return p.object(depth)
+	case c == '[':
+		return p.array(depth)
+	case c == '"':
+		p.out = append(p.out, 's')
+		return p.string()
+	case c == 't':
+		return p.literal("true", 'T')
+	case c == 'f':
+		return p.literal("false", 'F')
+	case c == 'n':
+		return p.literal("null", 'N')
+	case c == '-' || (c >= '0' && c <= '9'):
+		return p.number()
+	case c == 'N':
+		return p.errorf("NaN is not JSON")
+	default:
+		return p.errorf("unexpected %q", c)
+	}
+}
+
+// countAt reserves room for a count to be patched in later: containers are
+// written in one pass, so the count is fixed up once known.
+func (p *jsonParser) container(tag byte, depth int, close byte, member func() error) error {
+	p.out = append(p.out, tag)
+	at := len(p.out)
+	p.i++ // opening bracket
+	p.space()
+	n := 0
+	if p.i < len(p.src) && p.src[p.i] == close {
+		p.i++
+		p.out = binary.AppendUvarint(p.out, 0)
+		return nil
+	}
+	for {
+		if err := member(); err != nil {
+			return err
+		}
+		n++
+		p.space()
+		if p.i >= len(p.src) {
+			return p.errorf("unexpected end of input, expected ',' or %q", close)
+		}
+		if p.src[p.i] == ',' {
+			p.i++
+			p.space()
+			continue
+		}
+		if p.src[p.i] == close {
+			p.i++
+			break
+		}
+		return p.errorf("unexpected %q, expected ',' or %q", p.src[p.i], close)
+	}
+	// Insert the count before the members now that it is known.
+	var tmp [binary.MaxVarintLen64]byte
+	k := binary.PutUvarint(tmp[:], uint64(n))
+	p.out = append(p.out, tmp[:k]...)
+	copy(p.out[at+k:], p.out[at:len(p.out)-k])
+	copy(p.out[at:], tmp[:k])
+	return nil
+}
+
+func (p *jsonParser) array(depth int) error {
+	return p.container('l', depth, ']', func() error { return p.value(depth + 1) })
+}
+
+func (p *jsonParser) object(depth int) error {
+	return p.container('d', depth, '}', func() error {
+		if p.i >= len(p.src) || p.src[p.i] != '"' {
+			return p.errorf("expected a string key")
+		}
+		p.out = append(p.out, 's')
+		if err := p.string(); err != nil {
+			return err
+		}
+		p.space()
+		if p.i >= len(p.src) || p.src[p.i] != ':' {
+			return p.errorf("expected ':' after an object key")
+		}
+		p.i++
+		p.space()
+		return p.value(depth + 1)
+	})
+}
+
+func (p *jsonParser) number() error {
+	start := p.i
+	if p.src[p.i] == '-' {
+		p.i++
+	}
+	digits := func() int {
+		n := 0
+		for p.i < len(p.src) && p.src[p.i] >= '0' && p.src[p.i] <= '9' {
+			p.i++
+			n++
+		}
+		return n
+	}
+	intStart := p.i
+	if digits() == 0 {
+		return p.errorf("invalid number")
+	}
+	if p.src[intStart] == '0' && p.i-intStart > 1 {
+		return p.errorf("invalid number: leading zero")
+	}
+	if p.i < len(p.src) && p.src[p.i] == '.' {
+		p.i++
+		if digits() == 0 {
+			return p.errorf("invalid number: no digits after '.'")
+		}
+	}
+	if p.i < len(p.src) && (p.src[p.i] == 'e' || p.src[p.i] == 'E') {
+		p.i++
+		if p.i < len(p.src) && (p.src[p.i] == '+' || p.src[p.i] == '-') {
+			p.i++
+		}
+		if digits() == 0 {
+			return p.errorf("invalid number: no digits in exponent")
+		}
+	}
+	e := Encoder{buf: p.out}
+	if err := e.number(string(p.src[start:p.i])); err != nil {
+		return &JSONError{Offset: start, Msg: err.Error()}
+	}
+	p.out = e.buf
+	return nil
+}
+
+// string writes a varint length and the unescaped bytes of a JSON string.
+func (p *jsonParser) string() error {
+	p.i++ // opening quote
+	start := p.i
+	// Fast path: no escapes, the bytes are copied as they are.
+	for p.i < len(p.src) {
+		c := p.src[p.i]
+		if c == '"' {
+			s := p.src[start:p.i]
+			if !utf8.Valid(s) {
+				return &JSONError{Offset: start, Msg: "string is not valid UTF-8"}
+			}
+			p.out = binary.AppendUvarint(p.out, uint64(len(s)))
+			p.out = append(p.out, s...)
+			p.i++
+			return nil
+		}
+		if c == '\\' {
+			break
+		}
+		if c < 0x20 {
+			return p.errorf("control character %q in string", c)
+		}
+		p.i++
+	}
+	var buf []byte
+	buf = append(buf, p.src[start:p.i]...)
+	for {
+		if p.i >= len(p.src) {
+			return p.errorf("unterminated string")
+		}
+		c := p.src[p.i]
+		switch {
+		case c == '"':
+			p.i++
+			if !utf8.Valid(buf) && !validWTF8(buf) {
+				return &JSONError{Offset: start, Msg: "string is not valid UTF-8"}
+			}
+			p.out = binary.AppendUvarint(p.out, uint64(len(buf)))
+			p.out = append(p.out, buf...)
+			return nil
+		case c < 0x20:
+			return p.errorf("control character %q in string", c)
+		case c != '\\':
+			buf = append(buf, c)
+			p.i++
+			continue
+		}
+		if p.i+1 >= len(p.src) {
+			return p.errorf("unterminated escape")
+		}
+		esc := p.src[p.i+1]
+		p.i += 2
+		switch esc {
+		case '"', '\\', '/':
+			buf = append(buf, esc)
+		case 'b':
+			buf = append(buf, '\b')
+		case 'f':
+			buf = append(buf, '\f')
+		case 'n':
+			buf = append(buf, '\n')
+		case 'r':
+			buf = append(buf, '\r')
+		case 't':
+			buf = append(buf, '\t')
+		case 'u':
+			r, ok := p.hex4()
+			if !ok {
+				return p.errorf("invalid \\u escape")
+			}
+			if utf16.IsSurrogate(r) && r < 0xDC00 && p.i+1 < len(p.src) && p.src[p.i] == '\\' && p.src[p.i+1] == 'u' {
+				save := p.i
+				p.i += 2
+				if r2, ok := p.hex4(); ok && r2 >= 0xDC00 && r2 <= 0xDFFF {
+					buf = utf8.AppendRune(buf, utf16.DecodeRune(r, r2))
+					continue
+				}
+				p.i = save
+			}
+			buf = appendWTF8(buf, r)
+		default:
+			return p.errorf("invalid escape '\\%c'", esc)
+		}
+	}
+}
+
+func (p *jsonParser) hex4() (rune, bool) {
+	if len(p.src)-p.i < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range p.src[p.i : p.i+4] {
+		r <<= 4
+		switch {
+		case c >= '0' && c <= '9':
+			r |= rune(c - '0')
+		case c >= 'a' && c <= 'f':
+			r |= rune(c - 'a' + 10)
+		case c >= 'A' && c <= 'F':
+			r |= rune(c - 'A' + 10)
+		default:
+			return 0, false
+		}
+	}
+	p.i += 4
+	return r, true
+}
+
+// appendWTF8 encodes r as UTF-8, writing a lone surrogate as its three-byte
+// form (which Python decodes with "surrogatepass").
+func appendWTF8(b []byte, r rune) []byte {
+	if r >= 0xD800 && r <= 0xDFFF {
+		return append(b, byte(0xE0|r>>12), byte(0x80|(r>>6)&0x3F), byte(0x80|r&0x3F))
+	}
+	return utf8.AppendRune(b, r)
+}
+
+// validWTF8 is utf8.Valid that also accepts encoded surrogates.
+func validWTF8(b []byte) bool {
+	for len(b) > 0 {
+		if b[0] == 0xED && len(b) >= 3 && b[1] >= 0xA0 && b[1] <= 0xBF && b[2]&0xC0 == 0x80 {
+			b = b[3:]
+			continue
+		}
+		r, n := utf8.DecodeRune(b)
+		if r == utf8.RuneError && n <= 1 {
+			return false
+		}
+		b = b[n:]
+	}
+	return true
+}

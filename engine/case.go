@@ -1,0 +1,95 @@
+package engine
+
+import (
+	"fmt"
+	"time"
+)
+
+// Case is one call of score: score(Input, Output, Expected).
+type Case struct {
+	// ID names the case in results and messages; the CLI uses the case file's
+	// "id", or the line number when there is none.
+	ID string
+	// Input is a dict: map[string]any, a json.RawMessage holding a JSON object
+	// (key order kept), or a *cpython.Dict.
+	Input any
+	// Output is any value: whatever run(artifact, input) returned.
+	Output any
+	// Expected is a dict of the dataset's output columns, or nil.
+	Expected any
+	// Observation is what the caller measured for this case.
+	Observation Observation
+}
+
+// Observation is what was measured for a case. Nil means not measured.
+type Observation struct {
+	RunMS        *float64 `json:"run_ms,omitempty"`
+	CostUSD      *float64 `json:"cost_usd,omitempty"`
+	ModelCalls   *int64   `json:"model_calls,omitempty"`
+	InputTokens  *int64   `json:"input_tokens,omitempty"`
+	OutputTokens *int64   `json:"output_tokens,omitempty"`
+}
+
+// Result is the outcome of one case. Exactly one Result comes out of every
+// Case that goes in.
+type Result struct {
+	ID string
+	// Score is the metric's score; 0 when Err is set, so an optimizer that
+	// averages scores counts a failed case as a failure.
+	Score float64
+	// Feedback is the metric's feedback. For a failed case it is the error's
+	// type and message only: it may reach a reflection model, so it never
+	// holds a traceback or metric source.
+	Feedback string
+	// Scores are the named scores of the side info ("scores"), if any.
+	Scores map[string]float64
+	// Extra holds the other JSON-serialisable side-info keys, passed through.
+	Extra map[string]any
+	// Warnings report side-info keys that were dropped, and why.
+	Warnings []string
+	// Err is set when the case did not produce a valid score.
+	Err *CaseError
+	// Logs is what score wrote to sys.stdout and sys.stderr (bounded).
+	Logs string
+	// Duration is the wall time of the score call.
+	Duration time.Duration
+}
+
+// ErrorKind classifies a failed case.
+type ErrorKind string
+
+const (
+	// KindException: score raised (any exception, SystemExit included).
+	KindException ErrorKind = "exception"
+	// KindTimeout: score overran the timeout and was stopped.
+	KindTimeout ErrorKind = "timeout"
+	// KindContract: score returned a value that breaks the contract.
+	KindContract ErrorKind = "contract"
+	// KindInput: the case itself is malformed (bad line, input not a dict).
+	KindInput ErrorKind = "input"
+	// KindCanceled: the context was cancelled or the engine closed.
+	KindCanceled ErrorKind = "canceled"
+)
+
+// CaseError says why a case has no score.
+type CaseError struct {
+	Kind    ErrorKind
+	Message string
+	// Traceback is the Python traceback, for the user's results file only.
+	Traceback string
+}
+
+func (e *CaseError) Error() string { return fmt.Sprintf("%s: %s", e.Kind, e.Message) }
+
+// failed builds the Result of a failed case; its feedback is the message.
+func failed(id string, kind ErrorKind, msg string) Result {
+	return Result{ID: id, Feedback: msg, Err: &CaseError{Kind: kind, Message: msg}}
+}
+
+// caseName is how messages name a case.
+func caseName(id string) string {
+	if id == "" {
+		return "case ?"
+	}
+	return "case " + id
+}

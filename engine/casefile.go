@@ -1,0 +1,172 @@
+package engine
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"unicode/utf8"
+)
+
+// LineError is a case-file line that is not a valid case.
+type LineError struct {
+	Line int
+	Msg  string
+}
+
+func (e *LineError) Error() string { return fmt.Sprintf("line %d: %s", e.Line, e.Msg) }
+
+// caseFields are the keys a case line may hold (SPEC §4).
+var caseFields = map[string]bool{"id": true, "input": true, "output": true, "expected": true, "observation": true}
+
+// ParseCase reads one case-file line (SPEC §4):
+//
+//	{"id": "...", "input": {...}, "output": <any>, "expected": {...} | null,
+//	 "observation": {"run_ms": n, "cost_usd": n}}
+//
+// id and observation are optional; a missing id becomes the line number.
+// Values stay JSON text (json.RawMessage) until they are handed to Python.
+func ParseCase(line []byte, lineNo int) (Case, error) {
+	c := Case{ID: strconv.Itoa(lineNo)}
+	fail := func(format string, args ...any) (Case, error) {
+		return c, &LineError{Line: lineNo, Msg: fmt.Sprintf(format, args...)}
+	}
+	if !utf8.Valid(line) {
+		return fail("not valid UTF-8")
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(line, &fields); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		if errors.As(err, &typeErr) {
+			return fail("a case must be a JSON object, got %s", typeErr.Value)
+		}
+		return fail("invalid JSON: %v", err)
+	}
+	if fields == nil {
+		return fail("a case must be a JSON object, got null")
+	}
+	if raw, ok := fields["id"]; ok {
+		var id any
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.UseNumber()
+		_ = dec.Decode(&id) // raw is valid JSON already
+		switch v := id.(type) {
+		case string:
+			c.ID = v
+		case json.Number:
+			c.ID = v.String()
+		case nil:
+		default:
+			return fail(`"id" must be a string or a number, got %s`, jsonKind(raw))
+		}
+	}
+	for k := range fields {
+		if !caseFields[k] {
+			return fail("unknown field %q (a case has id, input, output, expected, observation)", k)
+		}
+	}
+	input, ok := fields["input"]
+	if !ok {
+		return fail(`"input" is missing`)
+	}
+	if jsonKind(input) != "an object" {
+		return fail(`"input" must be an object of input fields, got %s`, jsonKind(input))
+	}
+	c.Input = input
+	output, ok := fields["output"]
+	if !ok {
+		return fail(`"output" is missing`)
+	}
+	c.Output = output
+	if exp, ok := fields["expected"]; ok && jsonKind(exp) != "null" {
+		if jsonKind(exp) != "an object" {
+			return fail(`"expected" must be an object of output columns or null, got %s`, jsonKind(exp))
+		}
+		c.Expected = exp
+	}
+	if raw, ok := fields["observation"]; ok && jsonKind(raw) != "null" {
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&c.Observation); err != nil {
+			return fail(`"observation": %v (known fields: run_ms, cost_usd, model_calls, input_tokens, output_tokens)`, err)
+		}
+		if err := c.Observation.validate(); err != nil {
+			return fail(`"observation": %v`, err)
+		}
+	}
+	return c, nil
+}
+
+func (o Observation) validate() error {
+	for name, v := range map[string]*float64{"run_ms": o.RunMS, "cost_usd": o.CostUSD} {
+		if v != nil && (*v < 0 || math.IsNaN(*v) || math.IsInf(*v, 0)) {
+			return fmt.Errorf("%s must be a number >= 0, got %v", name, *v)
+		}
+	}
+	for name, v := range map[string]*int64{"model_calls": o.ModelCalls, "input_tokens": o.InputTokens, "output_tokens": o.OutputTokens} {
+		if v != nil && *v < 0 {
+			return fmt.Errorf("%s must be >= 0, got %d", name, *v)
+		}
+	}
+	return nil
+}
+
+// jsonKind names the kind of a valid JSON text by its first byte.
+func jsonKind(raw json.RawMessage) string {
+	raw = bytes.TrimLeft(raw, " \t\r\n")
+	if len(raw) == 0 {
+		return "nothing"
+	}
+	switch raw[0] {
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 'n':
+		return "null"
+	case 't', 'f':
+		return "a boolean"
+	}
+	return "a number"
+}
+
+// CaseReader reads a JSONL case file line by line. Blank lines are not
+// cases and are passed over; every other line yields a Case or a *LineError.
+type CaseReader struct {
+	r    *bufio.Reader
+	line int
+}
+
+// NewCaseReader reads cases from r.
+func NewCaseReader(r io.Reader) *CaseReader {
+	return &CaseReader{r: bufio.NewReaderSize(r, 1<<16)}
+}
+
+// Next returns the next case. At the end it returns io.EOF; a read failure is
+// returned as is; a bad line is a *LineError and reading can go on.
+func (cr *CaseReader) Next() (Case, error) {
+	for {
+		line, err := cr.r.ReadBytes('\n')
+		if len(line) == 0 && err != nil {
+			return Case{}, err
+		}
+		cr.line++
+		trimmed := bytes.TrimSpace(line)
+		if len(trimmed) == 0 {
+			if err != nil {
+				return Case{}, err
+			}
+			continue
+		}
+		return ParseCase(trimmed, cr.line)
+	}
+}
+
+// Line is the number of the line Next returned last.
+func (cr *CaseReader) Line() int { return cr.line }

@@ -1,0 +1,410 @@
+// Package engine runs a user's metric.py in-process: it loads the metric into
+// the embedded CPython, checks its contract and scores cases on a pool of
+// Python worker threads.
+//
+//	e, err := engine.Open(engine.Options{Metric: "metric.py"})
+//	if err != nil { ... }            // *CheckError when a load-time check fails
+//	defer e.Close()
+//	r := e.Score(ctx, engine.Case{ID: "1", Input: map[string]any{"q": "2+2"}, Output: "4",
+//	    Expected: map[string]any{"label": "4"}})
+//
+// Score is safe for concurrent use. Every Case gets exactly one Result: a
+// metric that raises, overruns its timeout or returns a bad value produces a
+// Result with Err set, and the engine goes on serving other cases.
+package engine
+
+import (
+	_ "embed"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/skynetml/skynet/cpython"
+	"github.com/skynetml/skynet/reward"
+)
+
+// Limits of the metric contract.
+const (
+	DefaultTimeout = 60 * time.Second
+	MaxTimeout     = 600 * time.Second
+	DefaultSamples = 3
+	DefaultLogs    = 64 << 10
+)
+
+// Options configures an Engine. The zero value of each field means its default.
+type Options struct {
+	// Metric is the path of metric.py.
+	Metric string
+	// Timeout bounds each score call: default 60s, at most 600s.
+	Timeout time.Duration
+	// Samples is how many cases Check calls score on (default 3).
+	Samples int
+	// Workers is the number of Python worker threads (default 1).
+	Workers int
+	// LogsLimit bounds the output of print() kept per case, in bytes (default 64 KiB).
+	LogsLimit int
+	// PythonExecutable selects the Python installation or virtualenv, e.g.
+	// "venv/bin/python". Default: $VIRTUAL_ENV/bin/python if set, else the
+	// installation libpython was built for. One per process.
+	PythonExecutable string
+	// PythonHome overrides the standard library location (PYTHONHOME).
+	PythonHome string
+}
+
+// Engine scores cases with one loaded metric.
+type Engine struct {
+	path       string
+	module     string // unique sys.modules name of the metric
+	timeout    time.Duration
+	samples    int
+	logsLimit  int
+	nargs      int // 2 or 3: how score is called
+	spec       *reward.Spec
+	loadChecks []Check
+
+	jobs    chan job
+	quit    chan struct{}
+	workers sync.WaitGroup
+	closing sync.Once
+	closed  atomic.Bool
+
+	// Owned by Python; touched only on a worker holding the GIL.
+	loader *cpython.Object
+	mod    *cpython.Object
+	score  *cpython.Object
+}
+
+//go:embed loader.py
+var loaderSource string
+
+var (
+	loaderOnce sync.Once
+	moduleSeq  atomic.Uint64
+)
+
+var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_]`)
+
+// Open loads the metric and checks its signature (and REWARD_SPEC when it
+// defines one). A failed check is returned as a *CheckError.
+func Open(opts Options) (*Engine, error) {
+	timeout := opts.Timeout
+	switch {
+	case timeout < 0:
+		return nil, fmt.Errorf("engine: timeout must be positive, got %s", timeout)
+	case timeout == 0:
+		timeout = DefaultTimeout
+	case timeout > MaxTimeout:
+		return nil, fmt.Errorf("engine: timeout %s exceeds the maximum of %s", timeout, MaxTimeout)
+	}
+	if opts.Samples < 0 || opts.Workers < 0 || opts.LogsLimit < 0 {
+		return nil, errors.New("engine: Samples, Workers and LogsLimit must not be negative")
+	}
+	if opts.Metric == "" {
+		return nil, errors.New("engine: Options.Metric is empty: give the path of metric.py")
+	}
+	path, err := filepath.Abs(opts.Metric)
+	if err != nil {
+		return nil, fmt.Errorf("engine: metric path: %w", err)
+	}
+	e := &Engine{
+		path:      path,
+		timeout:   timeout,
+		samples:   orDefault(opts.Samples, DefaultSamples),
+		logsLimit: orDefault(opts.LogsLimit, DefaultLogs),
+		jobs:      make(chan job),
+		quit:      make(chan struct{}),
+	}
+	base := unsafeName.ReplaceAllString(filepath.Base(path[:len(path)-len(filepath.Ext(path))]), "_")
+	e.module = fmt.Sprintf("skynet_metric_%d_%s", moduleSeq.Add(1), base)
+
+	if st, err := os.Stat(path); err != nil || st.IsDir() {
+		msg := fmt.Sprintf("%s: no such file", opts.Metric)
+		if err == nil {
+			msg = fmt.Sprintf("%s is a directory, not a metric file", opts.Metric)
+		}
+		return nil, &CheckError{Checks: []Check{{Name: CheckLoads, Message: msg}}}
+	}
+	if err := cpython.Initialize(cpython.Config{
+		Executable: opts.PythonExecutable,
+		Home:       opts.PythonHome,
+		Argv:       []string{path},
+	}); err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	for i := 0; i < orDefault(opts.Workers, 1); i++ {
+		if err := e.startWorker(); err != nil {
+			e.Close()
+			return nil, err
+		}
+	}
+	var loadErr error
+	e.do(func(th *cpython.Thread) { loadErr = e.load(th, opts.Metric) })
+	if loadErr != nil {
+		e.Close()
+		return nil, loadErr
+	}
+	return e, nil
+}
+
+func orDefault(v, def int) int {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+// load imports the metric and makes the load-time checks. Runs with the GIL.
+func (e *Engine) load(th *cpython.Thread, shown string) error {
+	var err error
+	loaderOnce.Do(func() {
+		loader, lerr := th.ExecModule("_skynet_loader", "<skynet loader>", loaderSource)
+		if lerr != nil {
+			err = fmt.Errorf("engine: starting the metric loader: %w", lerr)
+			return
+		}
+		sharedLoader = loader
+	})
+	if err != nil {
+		return err
+	}
+	if sharedLoader == nil {
+		return errors.New("engine: the metric loader failed to start earlier in this process")
+	}
+	e.loader = sharedLoader
+	fail := func(c Check) error {
+		e.loadChecks = append(e.loadChecks, c)
+		return &CheckError{Checks: e.loadChecks}
+	}
+	loadFn, err := th.Attr(e.loader, "load")
+	if err != nil {
+		return err
+	}
+	defer th.Release(loadFn)
+	e.mod, err = th.CallObject(loadFn, e.path, e.module)
+	if err != nil {
+		pe, _ := cpython.AsError(err)
+		c := Check{Name: CheckLoads, Message: fmt.Sprintf("%s: %v", shown, err)}
+		if pe != nil {
+			c.Detail = pe.Traceback
+		}
+		return fail(c)
+	}
+	e.loadChecks = append(e.loadChecks, Check{Name: CheckLoads, OK: true, Message: "loaded " + shown})
+
+	arity, err := e.loaderCall(th, "arity", e.mod)
+	if err != nil {
+		return err
+	}
+	pair, _ := arity.([]any)
+	if len(pair) != 2 {
+		return fmt.Errorf("engine: loader returned %v", arity)
+	}
+	n, _ := pair[0].(int64)
+	desc, _ := pair[1].(string)
+	if n == 0 {
+		return fail(Check{Name: CheckSignature, Message: desc})
+	}
+	e.nargs = int(n)
+	if e.score, err = e.loaderGet(th, "score"); err != nil {
+		return err
+	}
+	e.loadChecks = append(e.loadChecks, Check{Name: CheckSignature, OK: true, Message: desc})
+
+	has, err := e.loaderCall(th, "has", e.mod, "REWARD_SPEC")
+	if err != nil {
+		return err
+	}
+	if has == true {
+		raw, err := e.loaderCall(th, "get", e.mod, "REWARD_SPEC")
+		if err != nil {
+			return err
+		}
+		spec, perr := reward.Parse(plain(raw))
+		if perr != nil {
+			return fail(Check{Name: CheckRewardSpec, Message: perr.Error()})
+		}
+		e.spec = spec
+		e.loadChecks = append(e.loadChecks, Check{Name: CheckRewardSpec, OK: true, Message: "valid"})
+	}
+	return nil
+}
+
+var sharedLoader *cpython.Object // the _skynet_loader module, shared by engines
+
+func (e *Engine) loaderCall(th *cpython.Thread, name string, args ...any) (any, error) {
+	fn, err := th.Attr(e.loader, name)
+	if err != nil {
+		return nil, err
+	}
+	defer th.Release(fn)
+	objs := make([]any, 0, len(args))
+	var mod *cpython.Object
+	for _, a := range args {
+		if o, ok := a.(*cpython.Object); ok {
+			mod = o
+			continue
+		}
+		objs = append(objs, a)
+	}
+	if mod == nil {
+		return th.CallValue(fn, objs...)
+	}
+	return th.CallValueWith(fn, mod, objs...)
+}
+
+func (e *Engine) loaderGet(th *cpython.Thread, name string) (*cpython.Object, error) {
+	return th.Attr(e.mod, name)
+}
+
+// plain converts decoded Python values to the map/slice shape package reward
+// reads; values with no plain form are kept as they are.
+func plain(v any) any {
+	switch x := v.(type) {
+	case *cpython.Dict:
+		m := make(map[string]any, len(x.Keys))
+		for i, k := range x.Keys {
+			if s, ok := k.(string); ok {
+				m[s] = plain(x.Values[i])
+			}
+		}
+		return m
+	case []any:
+		out := make([]any, len(x))
+		for i := range x {
+			out[i] = plain(x[i])
+		}
+		return out
+	case cpython.Tuple:
+		return plain([]any(x))
+	}
+	return v
+}
+
+// Arity is how many arguments score is called with: 2 or 3.
+func (e *Engine) Arity() int { return e.nargs }
+
+// RewardSpec is the metric's validated REWARD_SPEC, or nil.
+func (e *Engine) RewardSpec() *reward.Spec { return e.spec }
+
+// Close stops the workers and unloads the metric. It is idempotent and does
+// not wait for a worker stuck in a call that cannot be interrupted.
+func (e *Engine) Close() error {
+	e.closing.Do(func() {
+		e.closed.Store(true)
+		if e.mod != nil || e.score != nil {
+			e.do(func(th *cpython.Thread) {
+				th.Release(e.score)
+				if e.mod != nil {
+					th.Release(e.mod)
+					if _, err := e.loaderCall(th, "unload", e.module); err != nil {
+						_ = err // unloading is best effort; the module is unreachable anyway
+					}
+				}
+			})
+		}
+		close(e.quit)
+		done := make(chan struct{})
+		go func() { e.workers.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(2 * time.Second):
+		}
+	})
+	return nil
+}
+
+// A job runs on a worker thread with the GIL held.
+type job interface {
+	run(w *worker)
+}
+
+type funcJob struct {
+	fn   func(th *cpython.Thread)
+	done chan struct{}
+}
+
+func (j *funcJob) run(w *worker) {
+	defer close(j.done)
+	j.fn(w.th)
+}
+
+// do runs fn on a worker with the GIL held and waits for it. A worker stuck
+// in a call delays it; Close uses it before the workers stop.
+func (e *Engine) do(fn func(th *cpython.Thread)) {
+	j := &funcJob{fn: fn, done: make(chan struct{})}
+	select {
+	case e.jobs <- j:
+		<-j.done
+	case <-time.After(5 * time.Second):
+		// Every worker is busy or stuck; skip rather than hang.
+	}
+}
+
+// worker is one OS thread with its own Python thread state.
+type worker struct {
+	th      *cpython.Thread
+	retired atomic.Bool // replaced after a stuck call; exits when that call ends
+}
+
+func (e *Engine) startWorker() error {
+	ready := make(chan error)
+	e.workers.Add(1)
+	go e.workerLoop(ready)
+	return <-ready
+}
+
+// workerLoop takes the GIL when work arrives and keeps it while more work is
+// queued, so a burst of cases pays for one GIL hand-off, not one per case.
+func (e *Engine) workerLoop(ready chan<- error) {
+	defer e.workers.Done()
+	// Never unlocked: the thread state belongs to this OS thread, which exits
+	// with the goroutine.
+	runtime.LockOSThread()
+	th, err := cpython.NewThread(e.logsLimit)
+	if err != nil {
+		ready <- fmt.Errorf("engine: %w", err)
+		return
+	}
+	w := &worker{th: th}
+	ready <- nil
+	defer th.Close()
+	for {
+		var j job
+		select {
+		case j = <-e.jobs:
+		case <-e.quit:
+			return
+		}
+		th.Enter()
+		for j != nil {
+			e.runJob(w, j)
+			if w.retired.Load() {
+				return
+			}
+			select {
+			case j = <-e.jobs:
+			default:
+				j = nil
+			}
+		}
+		th.Leave()
+	}
+}
+
+// runJob keeps a Go panic in a job from unwinding through the worker.
+func (e *Engine) runJob(w *worker, j job) {
+	defer func() {
+		if r := recover(); r != nil {
+			if sj, ok := j.(*scoreJob); ok {
+				sj.finish(outcome{panicked: fmt.Sprint(r)})
+			}
+		}
+	}()
+	j.run(w)
+}

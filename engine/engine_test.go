@@ -1,0 +1,468 @@
+package engine
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+var ctx = context.Background()
+
+// writeMetric writes source as metric.py in a new temp dir and returns its path.
+func writeMetric(t *testing.T, source string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "metric.py")
+	require.NoError(t, os.WriteFile(path, []byte(source), 0o644))
+	return path
+}
+
+func open(t *testing.T, opts Options) *Engine {
+	t.Helper()
+	e, err := Open(opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+func readCases(t *testing.T, path string) []Case {
+	t.Helper()
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	var cases []Case
+	cr := NewCaseReader(f)
+	for {
+		c, err := cr.Next()
+		if err != nil {
+			break
+		}
+		cases = append(cases, c)
+	}
+	return cases
+}
+
+func TestExactMatchExample(t *testing.T) {
+	e := open(t, Options{Metric: "../testdata/exact_match/metric.py"})
+	assert.Equal(t, 3, e.Arity())
+	var got []string
+	for _, c := range readCases(t, "../testdata/exact_match/cases.jsonl") {
+		r := e.Score(ctx, c)
+		require.Nil(t, r.Err, "%+v", r.Err)
+		got = append(got, fmt.Sprintf("%s %.1f %s", r.ID, r.Score, r.Feedback))
+	}
+	assert.Equal(t, []string{
+		"t1 1.0 Correct.",
+		"t2 0.0 Expected 'bug', got 'other'.",
+		"t3 1.0 Correct.",
+		"t4 1.0 Correct.",
+		"t5 0.0 Expected 'feature', got 'bug'.",
+		"t6 1.0 Correct.",
+	}, got)
+}
+
+func TestJSONFieldsExample(t *testing.T) {
+	e := open(t, Options{Metric: "../testdata/json_fields/metric.py"})
+	var got []string
+	for _, c := range readCases(t, "../testdata/json_fields/cases.jsonl") {
+		r := e.Score(ctx, c)
+		require.Nil(t, r.Err)
+		got = append(got, fmt.Sprintf("%s %.2f format=%.1f fields=%.1f %s", r.ID, r.Score, r.Scores["format"], r.Scores["fields"], r.Feedback))
+	}
+	assert.Equal(t, "j1 1.00 format=1.0 fields=1.0 All fields present.", got[0])
+	assert.Equal(t, "j2 0.75 format=1.0 fields=0.5 Missing fields: year.", got[1])
+	assert.True(t, strings.HasPrefix(got[2], "j3 0.00 format=0.0 fields=0.0 Output is not valid JSON: "), got[2])
+	assert.Equal(t, "j4 1.00 format=1.0 fields=1.0 All fields present.", got[3])
+}
+
+// expectation reads the "# key: value" first line of a testdata file.
+func expectation(t *testing.T, path, key string) string {
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	line, _ := bufio.NewReader(f).ReadString('\n')
+	prefix := "# " + key + ": "
+	require.True(t, strings.HasPrefix(line, prefix), "%s: first line must start with %q", path, prefix)
+	return strings.TrimSpace(strings.TrimPrefix(line, prefix))
+}
+
+func TestReturnValueTable(t *testing.T) {
+	cases := readCases(t, "../testdata/exact_match/cases.jsonl")
+	files, _ := filepath.Glob("../testdata/contract/*.py")
+	require.NotEmpty(t, files)
+	for _, path := range files {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			want := expectation(t, path, "check")
+			e := open(t, Options{Metric: path})
+			checks := e.Check(ctx, cases)
+			require.Len(t, checks, 3)
+			rv := checks[2]
+			assert.Equal(t, CheckReturnValue, rv.Name)
+			assert.False(t, rv.OK)
+			assert.Equal(t, "t1", rv.Case)
+			// Three samples, each failing the same way.
+			assert.Equal(t, want, strings.SplitN(rv.Message, "; ", 2)[0])
+			r := e.Score(ctx, cases[0])
+			require.NotNil(t, r.Err)
+			assert.Equal(t, 0.0, r.Score)
+			if strings.Contains(want, "score raised") {
+				assert.Equal(t, KindException, r.Err.Kind)
+			} else {
+				assert.Equal(t, KindContract, r.Err.Kind)
+				assert.Equal(t, want, r.Err.Message)
+				assert.Equal(t, want, r.Feedback)
+			}
+		})
+	}
+}
+
+func TestValidReturnValues(t *testing.T) {
+	e := open(t, Options{Metric: writeMetric(t, `
+class Unserialisable: pass
+def score(input, output, expected=None):
+    kind = input["kind"]
+    if kind == "tuple": return (0.8, {"feedback": "Close. Missing the date."})
+    if kind == "list": return [1.0, {"feedback": "OK", "scores": {"format": 1.0}}]
+    if kind == "int": return (1, {"feedback": "int", "scores": {"n": 2}})
+    if kind == "extra": return (0.5, {"feedback": "x", "trace": [1, "a"], "obj": Unserialisable(), "bad": {1}, "nan": float("nan")})
+`)})
+	c := func(kind string) Case { return Case{ID: kind, Input: map[string]any{"kind": kind}, Output: nil} }
+	r := e.Score(ctx, c("tuple"))
+	require.Nil(t, r.Err)
+	assert.Equal(t, 0.8, r.Score)
+	assert.Equal(t, "Close. Missing the date.", r.Feedback)
+	r = e.Score(ctx, c("list"))
+	require.Nil(t, r.Err)
+	assert.Equal(t, map[string]float64{"format": 1.0}, r.Scores)
+	r = e.Score(ctx, c("int"))
+	require.Nil(t, r.Err)
+	assert.Equal(t, 1.0, r.Score)
+	assert.Equal(t, map[string]float64{"n": 2.0}, r.Scores)
+	r = e.Score(ctx, c("extra"))
+	require.Nil(t, r.Err)
+	assert.Equal(t, map[string]any{"trace": []any{int64(1), "a"}}, r.Extra)
+	assert.Equal(t, []string{
+		`side info key "obj" dropped: skynet_metric_` + moduleSuffix(e) + `.Unserialisable is not JSON-serialisable`,
+		`side info key "bad" dropped: set is not JSON-serialisable`,
+		`side info key "nan" dropped: float nan is not valid JSON`,
+	}, r.Warnings)
+}
+
+func moduleSuffix(e *Engine) string { return strings.TrimPrefix(e.module, "skynet_metric_") }
+
+func TestSignatures(t *testing.T) {
+	files, _ := filepath.Glob("../testdata/signature/*.py")
+	require.NotEmpty(t, files)
+	for _, path := range files {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			e, err := Open(Options{Metric: path})
+			first, _ := os.ReadFile(path)
+			if strings.HasPrefix(string(first), "# arity: ") {
+				require.NoError(t, err)
+				defer e.Close()
+				want := expectation(t, path, "arity")
+				assert.Equal(t, want, fmt.Sprint(e.Arity()))
+				r := e.Score(ctx, Case{ID: "1", Input: map[string]any{}, Output: "out", Expected: map[string]any{"label": "x"}})
+				require.Nil(t, r.Err, "%+v", r.Err)
+				if want == "2" {
+					assert.Equal(t, "two: out", r.Feedback, "called as score(input, output)")
+				}
+				return
+			}
+			want := expectation(t, path, "signature")
+			var ce *CheckError
+			require.True(t, errors.As(err, &ce), "%v", err)
+			assert.Equal(t, CheckSignature, ce.Failed().Name)
+			assert.Equal(t, want, ce.Failed().Message)
+			assert.True(t, ce.Checks[0].OK, "metric loads passed before the signature check")
+		})
+	}
+	// The three-argument forms receive expected; *args gets all three.
+	e := open(t, Options{Metric: "../testdata/signature/varargs.py"})
+	r := e.Score(ctx, Case{ID: "1", Input: map[string]any{}, Output: 1})
+	assert.Equal(t, 3.0, r.Score)
+}
+
+func TestLoadFailures(t *testing.T) {
+	for name, tc := range map[string]struct{ source, want string }{
+		"syntax":  {"def score(input, output:\n    pass\n", "SyntaxError: "},
+		"import":  {"import no_such_module_xyz\n", "ModuleNotFoundError: No module named 'no_such_module_xyz'"},
+		"raises":  {"raise RuntimeError('boom at import')\n", "RuntimeError: boom at import"},
+		"sysexit": {"import sys\nsys.exit(4)\n", "SystemExit: 4"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := writeMetric(t, tc.source)
+			_, err := Open(Options{Metric: path})
+			var ce *CheckError
+			require.True(t, errors.As(err, &ce), "%v", err)
+			assert.Equal(t, CheckLoads, ce.Failed().Name)
+			assert.Contains(t, ce.Failed().Message, path+": "+tc.want)
+		})
+	}
+	_, err := Open(Options{Metric: "no/such/metric.py"})
+	var ce *CheckError
+	require.True(t, errors.As(err, &ce))
+	assert.Equal(t, "no/such/metric.py: no such file", ce.Failed().Message)
+}
+
+func TestTimeoutOption(t *testing.T) {
+	path := "../testdata/exact_match/metric.py"
+	_, err := Open(Options{Metric: path, Timeout: 601 * time.Second})
+	assert.EqualError(t, err, "engine: timeout 10m1s exceeds the maximum of 10m0s")
+	_, err = Open(Options{Metric: path, Timeout: -time.Second})
+	assert.Error(t, err)
+	e := open(t, Options{Metric: path})
+	assert.Equal(t, 60*time.Second, e.timeout)
+	e = open(t, Options{Metric: path, Timeout: 600 * time.Second})
+	assert.Equal(t, 600*time.Second, e.timeout)
+}
+
+func TestExceptionsNeverStopTheHost(t *testing.T) {
+	e := open(t, Options{Metric: writeMetric(t, `
+import sys
+class Custom(BaseException): pass
+def score(input, output, expected=None):
+    k = output
+    if k == "zero": return 1 / 0
+    if k == "exit": sys.exit(2)
+    if k == "exit0": raise SystemExit
+    if k == "kbd": raise KeyboardInterrupt
+    if k == "recurse": return score(input, output, expected)
+    if k == "base": raise Custom("custom base")
+    return 1.0, {"feedback": "fine"}
+`)})
+	for kind, want := range map[string]string{
+		"zero": "ZeroDivisionError: division by zero", "exit": "SystemExit: 2", "exit0": "SystemExit",
+		"kbd": "KeyboardInterrupt", "recurse": "RecursionError: maximum recursion depth exceeded",
+		"base": "skynet_metric_" + moduleSuffix(e) + ".Custom: custom base",
+	} {
+		r := e.Score(ctx, Case{ID: kind, Input: map[string]any{}, Output: kind})
+		require.NotNil(t, r.Err, kind)
+		assert.Equal(t, KindException, r.Err.Kind, kind)
+		assert.Equal(t, want, r.Err.Message, kind)
+		assert.Equal(t, want, r.Feedback, "%s: optimizer sees type and message only", kind)
+		assert.Contains(t, r.Err.Traceback, "metric.py", kind)
+		assert.NotContains(t, r.Feedback, "Traceback", kind)
+		// The next case goes on as normal.
+		ok := e.Score(ctx, Case{ID: "after", Input: map[string]any{}, Output: "x"})
+		require.Nil(t, ok.Err, kind)
+		assert.Equal(t, 1.0, ok.Score)
+	}
+}
+
+func TestTimeoutInterruptsBusyLoop(t *testing.T) {
+	e := open(t, Options{Metric: writeMetric(t, `
+def score(input, output, expected=None):
+    if output == "spin":
+        while True:
+            pass
+    if output == "swallow":
+        while True:
+            try:
+                while True:
+                    pass
+            except Exception:
+                pass
+    return 1.0, {"feedback": "ok"}
+`), Timeout: 200 * time.Millisecond})
+	for _, kind := range []string{"spin", "swallow"} {
+		start := time.Now()
+		r := e.Score(ctx, Case{ID: "7", Input: map[string]any{}, Output: kind})
+		require.NotNil(t, r.Err)
+		assert.Equal(t, KindTimeout, r.Err.Kind)
+		assert.Equal(t, "case 7: score timed out after 200ms", r.Err.Message)
+		assert.Less(t, time.Since(start), 2*time.Second)
+		r = e.Score(ctx, Case{ID: "8", Input: map[string]any{}, Output: "fine"})
+		require.Nil(t, r.Err, "a pending interrupt must not hit the next case: %+v", r.Err)
+	}
+}
+
+func TestTimeoutReplacesBlockedWorker(t *testing.T) {
+	e := open(t, Options{Metric: writeMetric(t, `
+import time
+def score(input, output, expected=None):
+    if output == "sleep":
+        time.sleep(3)
+    return 1.0, {"feedback": "ok"}
+`), Timeout: 200 * time.Millisecond})
+	start := time.Now()
+	r := e.Score(ctx, Case{ID: "s", Input: map[string]any{}, Output: "sleep"})
+	require.NotNil(t, r.Err)
+	assert.Equal(t, KindTimeout, r.Err.Kind)
+	// The sleeping worker was replaced: the next case does not wait for it.
+	r = e.Score(ctx, Case{ID: "n", Input: map[string]any{}, Output: "fine"})
+	require.Nil(t, r.Err)
+	assert.Less(t, time.Since(start), 2500*time.Millisecond)
+}
+
+func TestCancelledContext(t *testing.T) {
+	e := open(t, Options{Metric: writeMetric(t, "def score(i, o, e=None):\n    while True: pass\n")})
+	c, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	r := e.Score(c, Case{ID: "c", Input: map[string]any{}})
+	require.NotNil(t, r.Err)
+	assert.Equal(t, KindCanceled, r.Err.Kind)
+}
+
+func TestPrintIsCapturedPerCase(t *testing.T) {
+	e := open(t, Options{Metric: writeMetric(t, `
+import sys
+def score(input, output, expected=None):
+    print("scoring", output)
+    print("warn", file=sys.stderr)
+    if output == "big":
+        print("x" * 100000)
+    return 1.0, {"feedback": "ok"}
+`), LogsLimit: 1000})
+	r := e.Score(ctx, Case{ID: "1", Input: map[string]any{}, Output: "a"})
+	assert.Equal(t, "scoring a\nwarn\n", r.Logs)
+	r = e.Score(ctx, Case{ID: "2", Input: map[string]any{}, Output: "big"})
+	assert.True(t, strings.HasSuffix(r.Logs, "\n[skynet: output truncated]\n"))
+	assert.Len(t, r.Logs, 1000+len("\n[skynet: output truncated]\n"))
+}
+
+func TestTwoMetricsWithOneNameDoNotClash(t *testing.T) {
+	a := writeMetric(t, "import helper\ndef score(i, o, e=None):\n    return 1.0, {'feedback': 'A ' + helper.NAME}\n")
+	require.NoError(t, os.WriteFile(filepath.Join(filepath.Dir(a), "helper.py"), []byte("NAME = 'beside A'\n"), 0o644))
+	b := writeMetric(t, "def score(i, o, e=None):\n    return 2.0, {'feedback': 'B'}\n")
+	ea, eb := open(t, Options{Metric: a}), open(t, Options{Metric: b})
+	c := Case{ID: "1", Input: map[string]any{}}
+	assert.Equal(t, "A beside A", ea.Score(ctx, c).Feedback, "a module beside metric.py is importable")
+	assert.Equal(t, "B", eb.Score(ctx, c).Feedback)
+	assert.Equal(t, 1.0, ea.Score(ctx, c).Score)
+}
+
+func TestMutatingInputDoesNotLeakAcrossCalls(t *testing.T) {
+	e := open(t, Options{Metric: writeMetric(t, `
+def score(input, output, expected=None):
+    seen = len(input["items"])
+    input["items"].append(1)
+    expected["label"] = "changed"
+    return float(seen), {"feedback": str(seen)}
+`)})
+	c := Case{ID: "1", Input: json.RawMessage(`{"items": [0]}`), Expected: map[string]any{"label": "x"}}
+	for i := 0; i < 3; i++ {
+		assert.Equal(t, 1.0, e.Score(ctx, c).Score)
+	}
+}
+
+func TestBadCaseShapes(t *testing.T) {
+	e := open(t, Options{Metric: "../testdata/exact_match/metric.py"})
+	r := e.Score(ctx, Case{ID: "x", Input: []any{1}})
+	require.NotNil(t, r.Err)
+	assert.Equal(t, KindInput, r.Err.Kind)
+	assert.Equal(t, "case x: input must be a dict of the case's input fields, got a list", r.Err.Message)
+	r = e.Score(ctx, Case{ID: "y", Input: map[string]any{}, Expected: "billing"})
+	assert.Equal(t, "case y: expected must be a dict of output columns or null, got a string", r.Err.Message)
+	r = e.Score(ctx, Case{ID: "z", Input: map[string]any{}, Output: struct{}{}})
+	assert.Equal(t, KindInput, r.Err.Kind)
+}
+
+func TestConcurrentScore(t *testing.T) {
+	e := open(t, Options{Metric: writeMetric(t, "def score(i, o, e=None):\n    return float(o), {'feedback': str(i['n'])}\n"), Workers: 3})
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 200; i++ {
+				n := g*1000 + i
+				r := e.Score(ctx, Case{ID: fmt.Sprint(n), Input: map[string]any{"n": n}, Output: n})
+				assert.Nil(t, r.Err)
+				assert.Equal(t, float64(n), r.Score)
+				assert.Equal(t, fmt.Sprint(n), r.Feedback)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func TestCheckSamples(t *testing.T) {
+	e := open(t, Options{Metric: writeMetric(t, `
+calls = []
+def score(i, o, e=None):
+    calls.append(1)
+    if len(calls) == 4: return "bad"
+    return 1.0, {"feedback": "ok"}
+`), Samples: 5})
+	cases := readCases(t, "../testdata/exact_match/cases.jsonl")
+	checks := e.Check(ctx, cases)
+	require.Len(t, checks, 3)
+	assert.Equal(t, []string{CheckLoads, CheckSignature, CheckReturnValue}, []string{checks[0].Name, checks[1].Name, checks[2].Name})
+	assert.False(t, checks[2].OK)
+	assert.Equal(t, "t4", checks[2].Case, "the fourth of five samples fails")
+	e2 := open(t, Options{Metric: "../testdata/exact_match/metric.py"})
+	checks = e2.Check(ctx, cases)
+	assert.True(t, checks[2].OK)
+	assert.Equal(t, "3 sample case(s) returned valid (score, side info) pairs", checks[2].Message)
+}
+
+func TestClosedEngine(t *testing.T) {
+	e, err := Open(Options{Metric: "../testdata/exact_match/metric.py"})
+	require.NoError(t, err)
+	require.NoError(t, e.Close())
+	require.NoError(t, e.Close(), "Close is idempotent")
+	r := e.Score(ctx, Case{ID: "1", Input: map[string]any{}})
+	assert.Equal(t, KindCanceled, r.Err.Kind)
+}
+
+// TestVirtualenv runs a child process with VIRTUAL_ENV set: the venv's
+// site-packages, including its .pth files, must be importable.
+func TestVirtualenv(t *testing.T) {
+	if os.Getenv("SKYNET_TEST_VENV_CHILD") != "" {
+		return
+	}
+	version, err := exec.Command("pkg-config", "--modversion", "python3-embed").Output()
+	require.NoError(t, err)
+	prefix, err := exec.Command("pkg-config", "--variable=exec_prefix", "python3-embed").Output()
+	require.NoError(t, err)
+	python := filepath.Join(strings.TrimSpace(string(prefix)), "bin", "python"+strings.TrimSpace(string(version)))
+	venv := filepath.Join(t.TempDir(), "venv")
+	out, err := exec.Command(python, "-m", "venv", "--system-site-packages", "--without-pip", venv).CombinedOutput()
+	require.NoError(t, err, string(out))
+	site, _ := filepath.Glob(filepath.Join(venv, "lib", "python*", "site-packages"))
+	require.Len(t, site, 1)
+	require.NoError(t, os.WriteFile(filepath.Join(site[0], "venv_only_mod.py"), []byte("WHERE = 'venv'\n"), 0o644))
+	extra := filepath.Join(t.TempDir(), "pth_dir")
+	require.NoError(t, os.MkdirAll(extra, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(extra, "pth_only_mod.py"), []byte("WHERE = 'pth'\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(site[0], "extra.pth"), []byte(extra+"\n"), 0o644))
+	metric := writeMetric(t, `
+import sys, venv_only_mod, pth_only_mod
+def score(input, output, expected=None):
+    return 1.0, {"feedback": f"{venv_only_mod.WHERE} {pth_only_mod.WHERE} {sys.prefix}"}
+`)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestVirtualenvChild$", "-test.v")
+	cmd.Env = append(os.Environ(), "VIRTUAL_ENV="+venv, "SKYNET_TEST_VENV_CHILD="+metric)
+	out, err = cmd.CombinedOutput()
+	require.NoError(t, err, string(out))
+	assert.Contains(t, string(out), "FEEDBACK: venv pth "+venv+"\n")
+}
+
+func TestVirtualenvChild(t *testing.T) {
+	metric := os.Getenv("SKYNET_TEST_VENV_CHILD")
+	if metric == "" {
+		t.Skip("runs as TestVirtualenv's child process")
+	}
+	e := open(t, Options{Metric: metric})
+	r := e.Score(ctx, Case{ID: "1", Input: map[string]any{}})
+	require.Nil(t, r.Err, "%+v", r.Err)
+	fmt.Printf("FEEDBACK: %s\n", r.Feedback)
+}
+
+func TestMain(m *testing.M) {
+	runtime.GOMAXPROCS(max(runtime.GOMAXPROCS(0), 2))
+	os.Exit(m.Run())
+}

@@ -1,0 +1,73 @@
+# Loads a metric file and reads its score signature (package engine).
+# Runs only at load time, never on the hot path.
+import importlib.util
+import inspect
+import os
+import sys
+
+
+def load(path, name):
+    path = os.path.abspath(path)
+    folder = os.path.dirname(path)
+    # Modules beside metric.py are importable from it, as when run as a script.
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path} as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+    return module
+
+
+def unload(name):
+    sys.modules.pop(name, None)
+
+
+def arity(module):
+    """Returns [nargs, description]; nargs 0 means the signature is unusable
+    and the description says what was found."""
+    fn = module.__dict__.get("score")
+    if fn is None:
+        return [0, "the metric defines no `score` function"]
+    if not callable(fn):
+        return [0, f"`score` is a {type(fn).__name__}, not a function"]
+    if inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn):
+        return [0, "`score` is `async def`; it must be a plain `def` (Skynet calls it directly)"]
+    if inspect.isgeneratorfunction(fn):
+        return [0, "`score` is a generator function (it uses `yield`); it must return (score, side info)"]
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError) as exc:
+        return [0, f"cannot read the signature of `score`: {exc}"]
+    params = list(sig.parameters.values())
+    found = f"found score{sig}"
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    required = [p for p in positional if p.default is p.empty]
+    var_positional = any(p.kind == p.VAR_POSITIONAL for p in params)
+    kw_required = [p.name for p in params if p.kind == p.KEYWORD_ONLY and p.default is p.empty]
+    want = "score must take (input, output) or (input, output, expected=None)"
+    if kw_required:
+        return [0, f"{found}: keyword-only parameter(s) {', '.join(kw_required)} have no default; {want}"]
+    if len(required) > 3:
+        return [0, f"{found}: {len(required)} required parameters; {want}"]
+    if var_positional:
+        return [3, f"score{sig}: called with (input, output, expected)"]
+    if len(required) < 2:
+        return [0, f"{found}: {len(required)} required parameter(s); {want}"]
+    if len(positional) == 2:
+        return [2, f"score{sig}: called with (input, output)"]
+    return [3, f"score{sig}: called with (input, output, expected)"]
+
+
+def get(module, name):
+    return module.__dict__.get(name)
+
+
+def has(module, name):
+    return name in module.__dict__
