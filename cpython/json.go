@@ -29,7 +29,9 @@ type JSONError struct {
 	Msg    string
 }
 
-func (e *JSONError) Error() string { return fmt.Sprintf("invalid JSON at byte %d: %s", e.Offset, e.Msg) }
+func (e *JSONError) Error() string {
+	return fmt.Sprintf("invalid JSON at byte %d: %s", e.Offset, e.Msg)
+}
 
 type jsonParser struct {
 	src []byte

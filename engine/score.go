@@ -26,7 +26,7 @@ type scoreJob struct {
 	args    []byte
 	token   uint64
 	state   atomic.Int32
-	started chan *worker  // receives the worker that runs it
+	started chan *worker // receives the worker that runs it
 	done    chan outcome // buffered: a late outcome is dropped, never blocks a worker
 }
 
