@@ -54,6 +54,7 @@ func (e *Engine) Check(ctx context.Context, cases []Case) []Check {
 		return append(checks, rv)
 	}
 	var problems []string
+	same := map[string][]string{} // problem without its case -> later cases with it
 	for _, c := range samples {
 		r := e.Score(ctx, c)
 		if r.Err == nil {
@@ -69,12 +70,26 @@ func (e *Engine) Check(ctx context.Context, cases []Case) []Check {
 		if rv.OK {
 			rv.OK, rv.Case, rv.Detail = false, c.ID, r.Err.Traceback
 		}
+		rest := strings.TrimPrefix(msg, caseName(c.ID)+": ")
+		if ids, seen := same[rest]; seen {
+			same[rest] = append(ids, c.ID)
+			continue
+		}
+		same[rest] = []string{}
 		problems = append(problems, msg)
 	}
 	if rv.OK {
 		rv.Message = fmt.Sprintf("%d sample case(s) returned valid (score, side info) pairs", len(samples))
-	} else {
-		rv.Message = strings.Join(problems, "; ")
+		return append(checks, rv)
 	}
+	// One line per distinct problem, naming the other cases it recurs on.
+	for i, p := range problems {
+		for rest, ids := range same {
+			if len(ids) > 0 && strings.HasSuffix(p, ": "+rest) {
+				problems[i] = fmt.Sprintf("%s (also case %s)", p, strings.Join(ids, ", "))
+			}
+		}
+	}
+	rv.Message = strings.Join(problems, "; ")
 	return append(checks, rv)
 }

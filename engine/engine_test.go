@@ -112,8 +112,8 @@ func TestReturnValueTable(t *testing.T) {
 			assert.Equal(t, CheckReturnValue, rv.Name)
 			assert.False(t, rv.OK)
 			assert.Equal(t, "t1", rv.Case)
-			// Three samples, each failing the same way.
-			assert.Equal(t, want, strings.SplitN(rv.Message, "; ", 2)[0])
+			// Three samples, each failing the same way, reported once.
+			assert.Equal(t, want+" (also case t2, t3)", rv.Message)
 			r := e.Score(ctx, cases[0])
 			require.NotNil(t, r.Err)
 			assert.Equal(t, 0.0, r.Score)

@@ -1,0 +1,79 @@
+// Command skynet runs user-written metric.py scoring functions in an
+// embedded CPython.
+//
+//	skynet check --metric PATH --data CASES.jsonl [--samples 3] [--json]
+//	skynet score --metric PATH --data CASES.jsonl [--out RESULTS.jsonl] [--timeout 60s] [--workers N]
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+)
+
+// Exit codes.
+const (
+	exitOK    = 0
+	exitCheck = 1 // a contract check failed
+	exitUsage = 2 // bad flags, unreadable files
+)
+
+const usage = `skynet runs metric.py scoring functions in an embedded CPython.
+
+Usage:
+  skynet check --metric PATH --data CASES.jsonl [--samples 3] [--json]
+  skynet score --metric PATH --data CASES.jsonl [--out RESULTS.jsonl] [--timeout 60s] [--workers N]
+
+Run "skynet COMMAND -h" for a command's flags.
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitUsage
+	}
+	switch args[0] {
+	case "check":
+		return runCheck(args[1:], stdout, stderr)
+	case "score":
+		return runScore(args[1:], stdout, stderr)
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "skynet: unknown command %q\n\n%s", args[0], usage)
+	return exitUsage
+}
+
+// parseFlags parses a subcommand's flags; it returns false after printing
+// the problem (or the help) when the command should stop with code.
+func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) (code int, ok bool) {
+	fs.SetOutput(stderr)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK, false
+		}
+		return exitUsage, false
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "skynet %s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
+		return exitUsage, false
+	}
+	return 0, true
+}
+
+func required(stderr io.Writer, cmd string, flags map[string]string) bool {
+	for _, name := range []string{"metric", "data"} {
+		if v, ok := flags[name]; ok && v == "" {
+			fmt.Fprintf(stderr, "skynet %s: --%s is required\n", cmd, name)
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,155 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const example = "../../testdata/exact_match/"
+
+func skynet(args ...string) (code int, stdout, stderr string) {
+	var o, e bytes.Buffer
+	code = run(args, &o, &e)
+	return code, o.String(), e.String()
+}
+
+func resultLines(t *testing.T, out string) []resultLine {
+	t.Helper()
+	var lines []resultLine
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		var r resultLine
+		require.NoError(t, json.Unmarshal([]byte(l), &r), l)
+		lines = append(lines, r)
+	}
+	return lines
+}
+
+func TestScoreExample(t *testing.T) {
+	code, out, errOut := skynet("score", "--metric", example+"metric.py", "--data", example+"cases.jsonl")
+	require.Equal(t, exitOK, code, errOut)
+	lines := resultLines(t, out)
+	require.Len(t, lines, 6)
+	var ids []string
+	for _, l := range lines {
+		ids = append(ids, l.ID)
+		assert.Nil(t, l.Error)
+	}
+	assert.Equal(t, []string{"t1", "t2", "t3", "t4", "t5", "t6"}, ids, "results in input order")
+	assert.Equal(t, "Expected 'bug', got 'other'.", lines[1].Feedback)
+	assert.Contains(t, errOut, "scored 6 case(s)")
+	assert.Contains(t, errOut, "mean score: 0.6667 (failed cases count as 0)")
+	assert.Contains(t, errOut, "errors: none")
+}
+
+func TestScoreNamedScoresSummary(t *testing.T) {
+	dir := "../../testdata/json_fields/"
+	code, _, errOut := skynet("score", "--metric", dir+"metric.py", "--data", dir+"cases.jsonl")
+	require.Equal(t, exitOK, code)
+	assert.Contains(t, errOut, "named scores: fields 0.6250 (4), format 0.7500 (4)")
+}
+
+func TestScoreBadLinesAreResults(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "results.jsonl")
+	code, summary, errOut := skynet("score", "--metric", example+"metric.py", "--data", example+"bad_lines.jsonl", "--out", out)
+	require.Equal(t, exitOK, code, errOut)
+	b, err := os.ReadFile(out)
+	require.NoError(t, err)
+	lines := resultLines(t, string(b))
+	require.Len(t, lines, 7, "one result per non-blank line")
+	got := map[string]string{}
+	for _, l := range lines {
+		if l.Error != nil {
+			got[l.ID] = string(l.Error.Kind) + ": " + l.Error.Message
+		} else {
+			got[l.ID] = "ok"
+		}
+	}
+	assert.Equal(t, map[string]string{
+		"ok1":    "ok",
+		"2":      "input: line 2: invalid JSON: unexpected end of JSON input",
+		"noinput": `input: line 3: "input" is missing`,
+		"5":      "input: line 5: a case must be a JSON object, got array",
+		"typo":   `input: line 6: unknown field "expexted" (a case has id, input, output, expected, observation)`,
+		"strexp": `input: line 7: "expected" must be an object of output columns or null, got a string`,
+		"ok2":    "ok",
+	}, got)
+	assert.Contains(t, summary, "errors: 5 (input 5)")
+}
+
+func TestScoreMetricFailsToLoad(t *testing.T) {
+	code, _, errOut := skynet("score", "--metric", "../../testdata/signature/one_arg.py", "--data", example+"cases.jsonl")
+	assert.Equal(t, exitCheck, code)
+	assert.Contains(t, errOut, `check "score signature" failed: found score(input): 1 required parameter(s)`)
+}
+
+func TestCheckExitCodes(t *testing.T) {
+	code, out, _ := skynet("check", "--metric", example+"metric.py", "--data", example+"cases.jsonl")
+	assert.Equal(t, exitOK, code)
+	assert.Contains(t, out, "ok      metric's return value: 3 sample case(s) returned valid")
+
+	code, out, _ = skynet("check", "--metric", "../../testdata/contract/no_feedback.py", "--data", example+"cases.jsonl", "--samples", "1", "--json")
+	assert.Equal(t, exitCheck, code)
+	var report struct {
+		OK     bool `json:"ok"`
+		Checks []struct {
+			Name, Case, Message string
+			OK                  bool
+		} `json:"checks"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &report))
+	assert.False(t, report.OK)
+	require.Len(t, report.Checks, 3)
+	assert.Equal(t, "metric's return value", report.Checks[2].Name)
+	assert.Equal(t, "t1", report.Checks[2].Case)
+	assert.Equal(t, `case t1: metric's return value: side info has no "feedback" string`, report.Checks[2].Message)
+
+	code, _, errOut := skynet("check", "--metric", example+"metric.py", "--data", "no/such/file.jsonl")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, errOut, "no/such/file.jsonl")
+	code, _, errOut = skynet("check", "--data", example+"cases.jsonl")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, errOut, "--metric is required")
+	code, _, _ = skynet("check", "--bogus")
+	assert.Equal(t, exitUsage, code)
+	code, _, errOut = skynet("check", "--metric", example+"metric.py", "--data", example+"bad_lines.jsonl")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, errOut, "bad_lines.jsonl: line 2: invalid JSON")
+	code, out, _ = skynet("check", "--metric", "../../testdata/no/metric.py", "--data", example+"cases.jsonl")
+	assert.Equal(t, exitCheck, code)
+	assert.Contains(t, out, "FAILED  metric loads: ../../testdata/no/metric.py: no such file")
+}
+
+// TestResultStreamSurvivesStrayWrites runs the real binary: what a metric
+// writes to fd 1 or prints must never reach the results on stdout.
+func TestResultStreamSurvivesStrayWrites(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "skynet")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, string(out))
+	metric := filepath.Join(t.TempDir(), "metric.py")
+	require.NoError(t, os.WriteFile(metric, []byte(`
+import os, sys
+print("imported")
+def score(input, output, expected=None):
+    print("print inside score")
+    os.write(1, b"raw write to fd 1\n")
+    sys.__stdout__.write("via sys.__stdout__\n")
+    return 1.0, {"feedback": "ok"}
+`), 0o644))
+	cmd := exec.Command(bin, "score", "--metric", metric, "--data", example+"cases.jsonl")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	require.NoError(t, cmd.Run(), stderr.String())
+	lines := resultLines(t, stdout.String())
+	require.Len(t, lines, 6)
+	assert.Equal(t, "print inside score\n", lines[0].Logs)
+	assert.Contains(t, stderr.String(), "raw write to fd 1")
+}
