@@ -5,8 +5,7 @@ import (
 	"math"
 	"math/big"
 	"os"
-	"runtime"
-	"strings"
+		"strings"
 	"sync"
 	"testing"
 	"time"
@@ -24,27 +23,14 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// withThread runs fn on a pinned OS thread holding the GIL.
-func withThread(t *testing.T, fn func(th *Thread)) {
+// withThread runs fn with the GIL held (setup-style calls).
+func withThread(t *testing.T, fn func(th *GIL)) {
 	t.Helper()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		th, err := NewThread(64 << 10)
-		if !assert.NoError(t, err) {
-			return
-		}
-		defer th.Close()
-		th.Enter()
-		fn(th)
-	}()
-	<-done
+	require.NoError(t, WithGIL(fn))
 }
 
 // module runs source as a fresh module and returns its attribute name.
-func module(t *testing.T, th *Thread, name, source string) *Object {
+func module(t *testing.T, th *GIL, name, source string) *Object {
 	mod, err := th.ExecModule("test_"+strings.ReplaceAll(t.Name(), "/", "_"), "<test>", source)
 	require.NoError(t, err)
 	fn, err := th.Attr(mod, name)
@@ -53,8 +39,30 @@ func module(t *testing.T, th *Thread, name, source string) *Object {
 	return fn
 }
 
+// function returns a module-level function, made with the GIL, for Caller use.
+func function(t *testing.T, name, source string) *Object {
+	var fn *Object
+	withThread(t, func(th *GIL) { fn = module(t, th, name, source) })
+	return fn
+}
+
+func release(objs ...*Object) {
+	WithGIL(func(g *GIL) {
+		for _, o := range objs {
+			g.Release(o)
+		}
+	})
+}
+
+func newCaller(t *testing.T) *Caller {
+	c, err := NewCaller(64 << 10)
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	return c
+}
+
 func TestRoundTrip(t *testing.T) {
-	withThread(t, func(th *Thread) {
+	withThread(t, func(th *GIL) {
 		ident := module(t, th, "f", "def f(x):\n    return x\n")
 		defer th.Release(ident)
 		big1, _ := new(big.Int).SetString("123456789012345678901234567890", 10)
@@ -88,7 +96,7 @@ func TestRoundTrip(t *testing.T) {
 }
 
 func TestPythonSideTypes(t *testing.T) {
-	withThread(t, func(th *Thread) {
+	withThread(t, func(th *GIL) {
 		f := module(t, th, "f", `
 import fractions
 class Odd:
@@ -148,7 +156,7 @@ def f(which):
 }
 
 func TestJSONSurrogatesReachPython(t *testing.T) {
-	withThread(t, func(th *Thread) {
+	withThread(t, func(th *GIL) {
 		f := module(t, th, "f", "def f(x):\n    return [len(x), ord(x[0])]\n")
 		defer th.Release(f)
 		v, err := th.CallValue(f, json.RawMessage(`"\ud800"`))
@@ -158,7 +166,7 @@ func TestJSONSurrogatesReachPython(t *testing.T) {
 }
 
 func TestExceptionsBecomeErrors(t *testing.T) {
-	withThread(t, func(th *Thread) {
+	withThread(t, func(th *GIL) {
 		f := module(t, th, "f", `
 import sys
 class Custom(Exception): pass
@@ -186,55 +194,52 @@ def f(kind):
 }
 
 func TestInterruptStopsBusyLoopAndDoesNotLeak(t *testing.T) {
-	withThread(t, func(th *Thread) {
-		f := module(t, th, "f", "def f(n):\n    while True:\n        n += 1\n")
-		g := module(t, th, "g", "def g(n):\n    return n\n")
-		defer th.Release(f)
-		defer th.Release(g)
-		token := NewToken()
-		go func() {
-			time.Sleep(50 * time.Millisecond)
-			th.Interrupt(token)
-		}()
-		var e Encoder
-		require.NoError(t, e.Value(0))
-		start := time.Now()
-		_, err := th.Call(f, e.Bytes(), 1, token, false)
-		pe, ok := AsError(err)
-		require.True(t, ok)
-		assert.True(t, pe.Interrupted(), pe.Error())
-		assert.Less(t, time.Since(start), 5*time.Second)
-		// A late interrupt for a finished call must not hit the next call.
-		assert.False(t, th.Interrupt(token))
-		v, err := th.Call(g, e.Bytes(), 1, NewToken(), false)
-		require.NoError(t, err)
-		assert.Equal(t, int64(0), v)
-	})
+	f := function(t, "f", "def f(n):\n    while True:\n        n += 1\n")
+	g := function(t, "g", "def g(n):\n    return n\n")
+	defer release(f, g)
+	c := newCaller(t)
+	token := NewToken()
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		Interrupt(token)
+	}()
+	var e Encoder
+	require.NoError(t, e.Value(0))
+	start := time.Now()
+	_, err := c.Call(f, e.Bytes(), 1, token, false, 0)
+	pe, ok := AsError(err)
+	require.True(t, ok)
+	assert.True(t, pe.Interrupted(), pe.Error())
+	assert.Less(t, time.Since(start), 5*time.Second)
+	// A late interrupt for a finished call must not hit the next call.
+	assert.False(t, Interrupt(token))
+	v, err := c.Call(g, e.Bytes(), 1, NewToken(), false, 0)
+	require.NoError(t, err)
+	assert.Equal(t, int64(0), v)
 }
 
 func TestCaptureIsPerCallAndBounded(t *testing.T) {
-	withThread(t, func(th *Thread) {
-		f := module(t, th, "f", "import sys\ndef f(n):\n    print('x' * n)\n    sys.stderr.write('err\\n')\n    return n\n")
-		defer th.Release(f)
-		var e Encoder
-		require.NoError(t, e.Value(3))
-		_, err := th.Call(f, e.Bytes(), 1, 0, true)
-		require.NoError(t, err)
-		logs, cut := th.Logs()
-		assert.Equal(t, "xxx\nerr\n", logs)
-		assert.False(t, cut)
-		e.Reset()
-		require.NoError(t, e.Value(100_000))
-		_, err = th.Call(f, e.Bytes(), 1, 0, true)
-		require.NoError(t, err)
-		logs, cut = th.Logs()
-		assert.Len(t, logs, 64<<10)
-		assert.True(t, cut)
-	})
+	f := function(t, "f", "import sys\ndef f(n):\n    print('x' * n)\n    sys.stderr.write('err\\n')\n    return n\n")
+	defer release(f)
+	c := newCaller(t)
+	var e Encoder
+	require.NoError(t, e.Value(3))
+	_, err := c.Call(f, e.Bytes(), 1, 0, true, 0)
+	require.NoError(t, err)
+	logs, cut := c.Logs()
+	assert.Equal(t, "xxx\nerr\n", logs)
+	assert.False(t, cut)
+	e.Reset()
+	require.NoError(t, e.Value(100_000))
+	_, err = c.Call(f, e.Bytes(), 1, 0, true, 0)
+	require.NoError(t, err)
+	logs, cut = c.Logs()
+	assert.Len(t, logs, 64<<10)
+	assert.True(t, cut)
 }
 
 func TestInterpreterConfig(t *testing.T) {
-	withThread(t, func(th *Thread) {
+	withThread(t, func(th *GIL) {
 		f := module(t, th, "f", `
 import faulthandler, signal, sys
 def f():
@@ -261,48 +266,50 @@ def f():
 }
 
 func TestNoReferenceLeak(t *testing.T) {
-	withThread(t, func(th *Thread) {
-		f := module(t, th, "f", "def f(i, o, e):\n    return (0.5, {'feedback': 'ok', 'scores': {'a': 1}})\n")
-		blocks := module(t, th, "b", "import sys\ndef b():\n    return sys.getallocatedblocks()\n")
-		defer th.Release(f)
-		defer th.Release(blocks)
-		var e Encoder
-		require.NoError(t, e.JSON([]byte(`{"question": "q", "n": [1, 2, 3]}`)))
-		require.NoError(t, e.Value("out"))
-		require.NoError(t, e.Value(map[string]any{"label": "x"}))
-		run := func(n int) {
-			for i := 0; i < n; i++ {
-				_, err := th.Call(f, e.Bytes(), 3, NewToken(), true)
-				require.NoError(t, err)
-			}
+	f := function(t, "f", "def f(i, o, e):\n    return (0.5, {'feedback': 'ok', 'scores': {'a': 1}})\n")
+	blocks := function(t, "b", "import sys\ndef b():\n    return sys.getallocatedblocks()\n")
+	defer release(f, blocks)
+	c := newCaller(t)
+	var e Encoder
+	require.NoError(t, e.JSON([]byte(`{"question": "q", "n": [1, 2, 3]}`)))
+	require.NoError(t, e.Value("out"))
+	require.NoError(t, e.Value(map[string]any{"label": "x"}))
+	run := func(n int) {
+		for i := 0; i < n; i++ {
+			_, err := c.Call(f, e.Bytes(), 3, NewToken(), true, 0)
+			require.NoError(t, err)
 		}
-		run(1000)
-		before, _ := th.CallValue(blocks)
-		run(50_000)
-		after, _ := th.CallValue(blocks)
-		assert.InDelta(t, before.(int64), after.(int64), 50, "allocated blocks grew: a reference leaks per call")
-	})
+	}
+	count := func() int64 {
+		v, err := c.Call(blocks, nil, 0, 0, false, 0)
+		require.NoError(t, err)
+		return v.(int64)
+	}
+	run(1000)
+	before := count()
+	run(50_000)
+	after := count()
+	assert.InDelta(t, before, after, 50, "allocated blocks grew: a reference leaks per call")
 }
 
-func TestConcurrentThreads(t *testing.T) {
+func TestConcurrentCallers(t *testing.T) {
+	f := function(t, "f", "def f(x):\n    return x * 2\n")
+	defer release(f)
 	var wg sync.WaitGroup
 	for i := 0; i < 4; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			withThread(t, func(th *Thread) {
-				f := module(t, th, "f", "def f(x):\n    return x * 2\n")
-				defer th.Release(f)
-				for j := 0; j < 200; j++ {
-					var e Encoder
-					require.NoError(t, e.Value(j))
-					v, err := th.Call(f, e.Bytes(), 1, 0, false)
-					require.NoError(t, err)
-					require.Equal(t, int64(2*j), v)
-					th.Leave() // let the others in
-					th.Enter()
-				}
-			})
+			c, err := NewCaller(0)
+			require.NoError(t, err)
+			defer c.Close()
+			for j := 0; j < 2000; j++ {
+				var e Encoder
+				require.NoError(t, e.Value(j))
+				v, err := c.Call(f, e.Bytes(), 1, 0, false, 0)
+				require.NoError(t, err)
+				require.Equal(t, int64(2*j), v)
+			}
 		}()
 	}
 	wg.Wait()

@@ -2,7 +2,9 @@
 #include "host.h"
 #include <string.h>
 
-static __thread sky_worker *tls_worker;   // the worker bound to this OS thread
+static __thread sky_thread *tls_thread;     // this OS thread's state, once made
+static sky_thread *all_threads;              // every thread state we made
+static PyThread_type_lock threads_lock;      // guards all_threads
 static PyObject *interrupt_type;          // raised in a call that overran its time
 static PyObject *format_exception;        // traceback.format_exception
 
@@ -23,8 +25,9 @@ static void set_error(sky_buf *b, const char *type, const char *msg) {
 // capture(s) -> bool: appends s to the current call's logs when this thread's
 // worker is capturing; False tells the Python writer to use its fallback stream.
 static PyObject *host_capture(PyObject *self, PyObject *arg) {
-    sky_worker *w = tls_worker;
-    if (!w || !w->capturing) Py_RETURN_FALSE;
+    sky_thread *t = tls_thread;
+    sky_scratch *w = t ? t->capture : NULL;
+    if (!w) Py_RETURN_FALSE;
     if (!PyUnicode_Check(arg)) {
         PyErr_Format(PyExc_TypeError, "write() argument must be str, not %.100s", Py_TYPE(arg)->tp_name);
         return NULL;
@@ -147,7 +150,12 @@ done:
     Py_XDECREF(res);
     Py_XDECREF(globals);
     Py_XDECREF(tb);
-    PyEval_SaveThread(); // the main thread state stays parked; workers have their own
+    threads_lock = PyThread_allocate_lock();
+    if (!threads_lock && rc == 0) {
+        set_error(err, "InitError", "cannot allocate a lock");
+        rc = -1;
+    }
+    PyEval_SaveThread(); // the main thread state stays parked; calls use their own
     return rc;
 fail:
     status_error(err, st);
@@ -155,46 +163,73 @@ fail:
     return -1;
 }
 
-// sky_worker_new binds a new thread state to the calling OS thread; the caller
-// keeps that thread for the worker's whole life. The GIL is not held on return.
-sky_worker *sky_worker_new(size_t logs_limit) {
-    sky_worker *w = calloc(1, sizeof *w);
-    if (!w) return NULL;
-    PyInterpreterState *interp = PyInterpreterState_Main();
-    w->tstate = PyThreadState_New(interp);
-    if (!w->tstate) { free(w); return NULL; }
-    w->tid = PyThread_get_thread_ident();
-    w->logs_limit = logs_limit;
-    tls_worker = w;
-    return w;
+
+// sky_current_thread returns this OS thread's state, making it on first use.
+// PyThreadState_New does not need the GIL.
+sky_thread *sky_current_thread(void) {
+    sky_thread *t = tls_thread;
+    if (t) return t;
+    t = calloc(1, sizeof *t);
+    if (!t) return NULL;
+    t->tstate = PyThreadState_New(PyInterpreterState_Main());
+    if (!t->tstate) { free(t); return NULL; }
+    t->tid = PyThread_get_thread_ident();
+    PyThread_acquire_lock(threads_lock, WAIT_LOCK);
+    t->next = all_threads;
+    all_threads = t;
+    PyThread_release_lock(threads_lock);
+    tls_thread = t;
+    return t;
 }
 
-void sky_worker_enter(sky_worker *w) { PyEval_RestoreThread(w->tstate); }
-
-void sky_worker_leave(sky_worker *w) { PyEval_SaveThread(); }
-
-// sky_worker_free must run on the worker's own thread without the GIL held.
-void sky_worker_free(sky_worker *w) {
-    PyEval_RestoreThread(w->tstate);
-    PyThreadState_Clear(w->tstate);
-    PyThreadState_DeleteCurrent(); // releases the GIL
-    if (tls_worker == w) tls_worker = NULL;
-    sky_buf_free(&w->out);
-    sky_buf_free(&w->logs);
-    free(w);
+// sky_enter takes the GIL for this OS thread. It returns 1 when it took it,
+// 0 when this thread already held it (a nested call), -1 on failure.
+int sky_enter(void) {
+    sky_thread *t = sky_current_thread();
+    if (!t) return -1;
+    if (t->inside) return 0;
+    PyEval_RestoreThread(t->tstate);
+    t->inside = 1;
+    return 1;
 }
 
-// sky_interrupt raises Interrupted in w's thread if the call with this token is
-// still running. Any thread may call it; it waits for the GIL, so a call stuck
-// in C that never releases the GIL keeps this waiting too.
-int sky_interrupt(sky_worker *w, uint64_t token) {
-    PyGILState_STATE g = PyGILState_Ensure();
+void sky_leave(int entered) {
+    if (entered != 1) return;
+    tls_thread->inside = 0;
+    PyEval_SaveThread();
+}
+
+sky_scratch *sky_scratch_new(size_t logs_limit) {
+    sky_scratch *s = calloc(1, sizeof *s);
+    if (s) s->logs_limit = logs_limit;
+    return s;
+}
+
+void sky_scratch_free(sky_scratch *s) {
+    if (!s) return;
+    sky_buf_free(&s->out);
+    sky_buf_free(&s->logs);
+    free(s);
+}
+
+// sky_interrupt raises Interrupted in the call with this token, if it is
+// still running on some thread. It waits for the GIL, so a call stuck in C
+// code that never releases the GIL keeps it waiting too.
+int sky_interrupt(uint64_t token) {
+    if (token == 0) return 0;
+    int entered = sky_enter();
+    if (entered < 0) return 0;
     int posted = 0;
-    if (token != 0 && w->running == token) {
-        posted = PyThreadState_SetAsyncExc(w->tid, interrupt_type) > 0;
-        if (posted) w->interrupt_posted = 1;
+    PyThread_acquire_lock(threads_lock, WAIT_LOCK);
+    for (sky_thread *t = all_threads; t; t = t->next) {
+        if (t->running == token) {
+            posted = PyThreadState_SetAsyncExc(t->tid, interrupt_type) > 0;
+            if (posted) t->interrupt_posted = 1;
+            break;
+        }
     }
-    PyGILState_Release(g);
+    PyThread_release_lock(threads_lock);
+    sky_leave(entered);
     return posted;
 }
 
@@ -264,33 +299,48 @@ static int decode_args(const char *in, size_t inlen, int nargs, PyObject **args)
     return 0;
 }
 
+// begin_call makes the call interruptible and routes its output.
+static void begin_call(sky_thread *t, sky_scratch *s, uint64_t token, int capture, uintptr_t context,
+                       sky_scratch **saved_capture, uintptr_t *saved_context, uint64_t *saved_running) {
+    *saved_capture = t->capture;
+    *saved_context = t->context;
+    *saved_running = t->running;
+    t->running = token;
+    t->capture = capture ? s : NULL;
+    t->context = context;
+    if (capture) {
+        s->logs.len = 0;
+        s->logs_truncated = 0;
+    }
+}
+
 // end_call stops a call's interruptibility before anything else runs Python
 // (encoding, traceback formatting), so a late interrupt cannot land there or in
-// the next call on this thread.
-static void end_call(sky_worker *w) {
-    w->running = 0;
-    w->capturing = 0;
-    if (w->interrupt_posted) {
-        PyThreadState_SetAsyncExc(w->tid, NULL);
-        w->interrupt_posted = 0;
+// the next call on this thread. It restores the state of an enclosing call.
+static void end_call(sky_thread *t, sky_scratch *saved_capture, uintptr_t saved_context,
+                     uint64_t saved_running) {
+    t->running = saved_running;
+    t->capture = saved_capture;
+    t->context = saved_context;
+    if (t->interrupt_posted && saved_running == 0) {
+        PyThreadState_SetAsyncExc(t->tid, NULL);
+        t->interrupt_posted = 0;
     }
 }
 
 #define SKY_MAX_ARGS 8
 
-// sky_call is the hot path, one crossing per case: decode the arguments, call
-// fn, and leave the encoded result (or error) in w->out.
-int sky_call(sky_worker *w, PyObject *fn, PyObject *first, const char *in, size_t inlen,
-             int nargs, uint64_t token, int capture) {
+// sky_call decodes the arguments, calls fn, and leaves the encoded result (or
+// error) in s->out. With first set, it is passed before the decoded arguments.
+int sky_call(sky_scratch *s, PyObject *fn, PyObject *first, const char *in, size_t inlen,
+             int nargs, uint64_t token, int capture, uintptr_t context) {
     PyObject *args[SKY_MAX_ARGS] = {NULL};
     PyObject *res = NULL;
+    sky_thread *t = tls_thread;
     int rc = SKY_PYERR, skip = first ? 1 : 0;
-    w->out.len = 0;
-    w->logs.len = 0;
-    w->logs_truncated = 0;
+    s->out.len = 0;
     if (nargs < 0 || nargs + skip > SKY_MAX_ARGS) {
         PyErr_SetString(PyExc_ValueError, "too many arguments");
-        nargs = 0;
         goto done;
     }
     if (first) {
@@ -298,28 +348,38 @@ int sky_call(sky_worker *w, PyObject *fn, PyObject *first, const char *in, size_
         args[0] = first; // released with the other arguments below
     }
     if (decode_args(in, inlen, nargs, args + skip) < 0) goto done;
-    w->running = token;
-    w->capturing = capture;
+    sky_scratch *saved_capture;
+    uintptr_t saved_context;
+    uint64_t saved_running;
+    begin_call(t, s, token, capture, context, &saved_capture, &saved_context, &saved_running);
     res = PyObject_Vectorcall(fn, args, (size_t)(nargs + skip), NULL); // new ref
-    end_call(w);
+    end_call(t, saved_capture, saved_context, saved_running);
     if (!res) goto done;
-    if (sky_encode(&w->out, res, 0) < 0) goto done;
+    if (sky_encode(&s->out, res, 0) < 0) goto done;
     rc = SKY_OK;
 done:
-    end_call(w);
-    if (rc != SKY_OK) sky_fetch_error(&w->out);
+    if (rc != SKY_OK) sky_fetch_error(&s->out);
     Py_XDECREF(res);
     for (int i = 0; i < SKY_MAX_ARGS; i++) Py_XDECREF(args[i]);
     return rc;
 }
 
+int sky_call_gil(sky_scratch *s, PyObject *fn, const char *in, size_t inlen, int nargs,
+                 uint64_t token, int capture, uintptr_t context) {
+    int entered = sky_enter();
+    if (entered < 0) return SKY_NOTHREAD;
+    int rc = sky_call(s, fn, NULL, in, inlen, nargs, token, capture, context);
+    sky_leave(entered);
+    return rc;
+}
+
 // sky_call_obj is sky_call for setup code that needs the result as an object.
-int sky_call_obj(sky_worker *w, PyObject *fn, const char *in, size_t inlen, int nargs,
+int sky_call_obj(sky_scratch *s, PyObject *fn, const char *in, size_t inlen, int nargs,
                  PyObject **result) {
     PyObject *args[SKY_MAX_ARGS] = {NULL};
     *result = NULL;
     int rc = SKY_PYERR;
-    w->out.len = 0;
+    s->out.len = 0;
     if (nargs < 0 || nargs > SKY_MAX_ARGS) {
         PyErr_SetString(PyExc_ValueError, "too many arguments");
         goto done;
@@ -328,43 +388,40 @@ int sky_call_obj(sky_worker *w, PyObject *fn, const char *in, size_t inlen, int 
     *result = PyObject_Vectorcall(fn, args, (size_t)nargs, NULL); // new ref, owned by the caller
     if (*result) rc = SKY_OK;
 done:
-    if (rc != SKY_OK) sky_fetch_error(&w->out);
+    if (rc != SKY_OK) sky_fetch_error(&s->out);
     for (int i = 0; i < SKY_MAX_ARGS; i++) Py_XDECREF(args[i]);
     return rc;
 }
 
 // sky_exec_module runs source as a new module registered in sys.modules.
-int sky_exec_module(sky_worker *w, const char *name, const char *filename, const char *source,
+int sky_exec_module(sky_scratch *s, const char *name, const char *filename, const char *source,
                     PyObject **result) {
     *result = NULL;
-    w->out.len = 0;
-    PyObject *code = NULL, *mod = NULL, *res = NULL;
-    code = Py_CompileString(source, filename, Py_file_input); // new ref
+    s->out.len = 0;
+    PyObject *code = Py_CompileString(source, filename, Py_file_input); // new ref
     if (!code) goto fail;
-    mod = PyImport_ExecCodeModuleEx(name, code, filename); // new ref
-    if (!mod) goto fail;
+    PyObject *mod = PyImport_ExecCodeModuleEx(name, code, filename); // new ref
     Py_DECREF(code);
+    if (!mod) goto fail;
     *result = mod;
     return SKY_OK;
 fail:
-    Py_XDECREF(code);
-    Py_XDECREF(res);
-    sky_fetch_error(&w->out);
+    sky_fetch_error(&s->out);
     return SKY_PYERR;
 }
 
-int sky_getattr(sky_worker *w, PyObject *obj, const char *name, PyObject **result) {
-    w->out.len = 0;
+int sky_getattr(sky_scratch *s, PyObject *obj, const char *name, PyObject **result) {
+    s->out.len = 0;
     *result = PyObject_GetAttrString(obj, name); // new ref, owned by the caller
     if (*result) return SKY_OK;
-    sky_fetch_error(&w->out);
+    sky_fetch_error(&s->out);
     return SKY_PYERR;
 }
 
-int sky_encode_obj(sky_worker *w, PyObject *obj) {
-    w->out.len = 0;
-    if (sky_encode(&w->out, obj, 0) == 0) return SKY_OK;
-    sky_fetch_error(&w->out);
+int sky_encode_obj(sky_scratch *s, PyObject *obj) {
+    s->out.len = 0;
+    if (sky_encode(&s->out, obj, 0) == 0) return SKY_OK;
+    sky_fetch_error(&s->out);
     return SKY_PYERR;
 }
 

@@ -14,40 +14,58 @@ typedef struct {
     size_t len, cap;
 } sky_buf;
 
-// sky_worker is one OS thread's Python thread state plus its per-call scratch.
+// sky_scratch holds one call's results. Go owns one per goroutine that makes
+// calls, so a result stays valid after the GIL is released and whatever OS
+// thread ran the call moves on.
 typedef struct {
-    PyThreadState *tstate;
-    unsigned long tid;       // PyThread_get_thread_ident() of the owning thread
-    uint64_t running;        // token of the call in progress, 0 when idle (GIL held)
-    int interrupt_posted;    // an async exception was posted (GIL held)
-    int capturing;           // sys.stdout/sys.stderr writes go to logs
-    sky_buf out;             // encoded result or error of the last call
-    sky_buf logs;            // captured output of the current call
+    sky_buf out;          // encoded result, or an error as three strings
+    sky_buf logs;         // output the call wrote to sys.stdout/sys.stderr
     size_t logs_limit;
     int logs_truncated;
-} sky_worker;
+} sky_scratch;
+
+// sky_thread is the Python thread state of one OS thread. It is made the
+// first time the thread calls into Python and kept for the thread's life,
+// so no call pays for PyGILState_Ensure creating and destroying one.
+typedef struct sky_thread {
+    PyThreadState *tstate;
+    unsigned long tid;         // PyThread_get_thread_ident()
+    int inside;                // holds the GIL through sky_enter
+    uint64_t running;          // token of the call in progress, 0 when idle (GIL held)
+    int interrupt_posted;      // an async exception is pending (GIL held)
+    sky_scratch *capture;      // where the running call's output goes, or NULL
+    uintptr_t context;         // the running call's host value (a cgo.Handle), 0 outside calls
+    struct sky_thread *next;   // all threads, for sky_interrupt
+} sky_thread;
 
 // Status codes of calls into Python.
-enum { SKY_OK = 0, SKY_PYERR = 1 };
+enum { SKY_OK = 0, SKY_PYERR = 1, SKY_NOTHREAD = 2 };
 
 int sky_initialize(const char *program_name, const char *home, int argc, char **argv,
                    const char *bootstrap, sky_buf *err);
 void sky_buf_free(sky_buf *b);
 
-sky_worker *sky_worker_new(size_t logs_limit);
-void sky_worker_enter(sky_worker *w);
-void sky_worker_leave(sky_worker *w);
-void sky_worker_free(sky_worker *w);
-int sky_interrupt(sky_worker *w, uint64_t token);
+int sky_enter(void);
+void sky_leave(int entered);
+int sky_interrupt(uint64_t token);
+sky_thread *sky_current_thread(void);
 
-int sky_call(sky_worker *w, PyObject *fn, PyObject *first, const char *in, size_t inlen,
-             int nargs, uint64_t token, int capture);
-int sky_call_obj(sky_worker *w, PyObject *fn, const char *in, size_t inlen, int nargs,
+sky_scratch *sky_scratch_new(size_t logs_limit);
+void sky_scratch_free(sky_scratch *s);
+
+// sky_call_gil takes the GIL, calls, and releases it: one crossing per call.
+int sky_call_gil(sky_scratch *s, PyObject *fn, const char *in, size_t inlen, int nargs,
+                 uint64_t token, int capture, uintptr_t context);
+
+// These need the GIL (sky_enter).
+int sky_call(sky_scratch *s, PyObject *fn, PyObject *first, const char *in, size_t inlen,
+             int nargs, uint64_t token, int capture, uintptr_t context);
+int sky_call_obj(sky_scratch *s, PyObject *fn, const char *in, size_t inlen, int nargs,
                  PyObject **result);
-int sky_exec_module(sky_worker *w, const char *name, const char *filename, const char *source,
+int sky_exec_module(sky_scratch *s, const char *name, const char *filename, const char *source,
                     PyObject **result);
-int sky_getattr(sky_worker *w, PyObject *obj, const char *name, PyObject **result);
-int sky_encode_obj(sky_worker *w, PyObject *obj);
+int sky_getattr(sky_scratch *s, PyObject *obj, const char *name, PyObject **result);
+int sky_encode_obj(sky_scratch *s, PyObject *obj);
 void sky_decref(PyObject *o);
 
 // Codec (codec.c).

@@ -13,72 +13,51 @@ import (
 	"unsafe"
 )
 
-// Thread is a Python thread state bound to one OS thread. Create it, use it
-// and close it from a goroutine that has called runtime.LockOSThread and keeps
-// the lock; only Interrupt may be called from elsewhere.
-type Thread struct {
-	w      *C.sky_worker
-	inside bool // holds the GIL
-}
+// Each OS thread that calls into Python gets its own thread state, made on
+// first use and kept (see sky_current_thread), so goroutines need not be
+// pinned to threads: a call takes the GIL, runs and releases it within one
+// cgo crossing, on whichever thread the goroutine is on.
 
 var tokens atomic.Uint64
 
 // NewToken returns a process-unique, non-zero call token for Call/Interrupt.
 func NewToken() uint64 { return tokens.Add(1) }
 
-// NewThread creates a thread state for the calling OS thread. logsLimit bounds
-// the output captured per call, in bytes.
-func NewThread(logsLimit int) (*Thread, error) {
+// Interrupt raises _skynet_host.Interrupted in the call with this token if it
+// is still running. Safe from any goroutine. It waits for the GIL, so it does
+// not return while C code holds the GIL; callers that must not block run it
+// on a goroutine of its own. It reports whether it posted.
+func Interrupt(token uint64) bool {
+	return C.sky_interrupt(C.uint64_t(token)) != 0
+}
+
+// Caller makes calls into Python. It owns the C buffers results land in, so
+// it serves one goroutine at a time; make one per worker goroutine.
+type Caller struct {
+	s *C.sky_scratch
+}
+
+// NewCaller returns a Caller whose calls keep at most logsLimit bytes of output.
+func NewCaller(logsLimit int) (*Caller, error) {
 	if !Initialized() {
 		return nil, errors.New("cpython: interpreter not initialised")
 	}
-	w := C.sky_worker_new(C.size_t(logsLimit))
-	if w == nil {
-		return nil, errors.New("cpython: cannot create a thread state")
+	s := C.sky_scratch_new(C.size_t(logsLimit))
+	if s == nil {
+		return nil, errors.New("cpython: out of memory")
 	}
-	return &Thread{w: w}, nil
+	return &Caller{s: s}, nil
 }
 
-// Enter takes the GIL for this thread.
-func (t *Thread) Enter() {
-	if !t.inside {
-		C.sky_worker_enter(t.w)
-		t.inside = true
-	}
-}
-
-// Leave releases the GIL.
-func (t *Thread) Leave() {
-	if t.inside {
-		C.sky_worker_leave(t.w)
-		t.inside = false
+// Close frees the buffers. Idempotent.
+func (c *Caller) Close() {
+	if c.s != nil {
+		C.sky_scratch_free(c.s)
+		c.s = nil
 	}
 }
 
-// Close releases the GIL if held and deletes the thread state. Idempotent.
-func (t *Thread) Close() {
-	if t.w == nil {
-		return
-	}
-	t.Leave()
-	C.sky_worker_free(t.w)
-	t.w = nil
-}
-
-// Interrupt raises _skynet_host.Interrupted in the call with this token if it
-// is still running. Safe from any goroutine; it waits for the GIL, so it does
-// not return while C code holds the GIL. It reports whether it posted.
-func (t *Thread) Interrupt(token uint64) bool {
-	return C.sky_interrupt(t.w, C.uint64_t(token)) != 0
-}
-
-func (t *Thread) mustBeInside() {
-	if !t.inside {
-		panic("cpython: Thread used without the GIL (call Enter first)")
-	}
-}
-
-func (t *Thread) out() []byte { return bufBytes(&t.w.out) }
+var errNoThread = errors.New("cpython: cannot create a Python thread state")
 
 func cbytes(b []byte) (*C.char, C.size_t) {
 	if len(b) == 0 {
@@ -87,28 +66,110 @@ func cbytes(b []byte) (*C.char, C.size_t) {
 	return (*C.char)(unsafe.Pointer(&b[0])), C.size_t(len(b))
 }
 
-// Call calls fn with nargs values from args (an Encoder's buffer) and returns
-// the decoded result. With capture set, what the call writes to sys.stdout and
-// sys.stderr is kept and returned by Logs. token (from NewToken) lets
-// Interrupt target this call; 0 makes it uninterruptible.
-func (t *Thread) Call(fn *Object, args []byte, nargs int, token uint64, capture bool) (any, error) {
-	t.mustBeInside()
+// Call takes the GIL, calls fn with nargs values from args (an Encoder's
+// buffer), releases the GIL and returns the decoded result: one cgo crossing.
+// With capture set, what the call writes to sys.stdout and sys.stderr is kept
+// for Logs. token (from NewToken) lets Interrupt target the call; 0 makes it
+// uninterruptible. context is handed to native callbacks (see Context).
+func (c *Caller) Call(fn *Object, args []byte, nargs int, token uint64, capture bool, context uintptr) (any, error) {
 	p, n := cbytes(args)
-	c := C.int(0)
-	if capture {
-		c = 1
-	}
-	rc := C.sky_call(t.w, fn.p, nil, p, n, C.int(nargs), C.uint64_t(token), c)
+	rc := C.sky_call_gil(c.s, fn.p, p, n, C.int(nargs), C.uint64_t(token), cbool(capture), C.uintptr_t(context))
 	runtime.KeepAlive(args)
-	if rc != C.SKY_OK {
-		return nil, decodeError(t.out())
-	}
-	return Decode(t.out())
+	return c.result(rc)
 }
 
-// CallObject is Call for setup code that needs the result as an Object.
-func (t *Thread) CallObject(fn *Object, args ...any) (*Object, error) {
-	t.mustBeInside()
+func cbool(b bool) C.int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func (c *Caller) out() []byte { return bufBytes(&c.s.out) }
+
+func (c *Caller) result(rc C.int) (any, error) {
+	switch rc {
+	case C.SKY_OK:
+		return Decode(c.out())
+	case C.SKY_NOTHREAD:
+		return nil, errNoThread
+	}
+	return nil, decodeError(c.out())
+}
+
+// Logs returns the output captured by the last capturing call and whether it
+// was cut at the limit.
+func (c *Caller) Logs() (string, bool) {
+	return string(bufBytes(&c.s.logs)), c.s.logs_truncated != 0
+}
+
+// Context returns the context value of the call running on this OS thread,
+// or 0. Native module functions use it to find the current case.
+func Context() uintptr {
+	t := C.sky_current_thread()
+	if t == nil {
+		return 0
+	}
+	return uintptr(t.context)
+}
+
+// GIL is held for setup code that makes several calls in a row; see WithGIL.
+type GIL struct {
+	c *Caller
+}
+
+// WithGIL runs fn on this goroutine's OS thread with the GIL held. Not for
+// the hot path: it pins the goroutine for fn's duration.
+func WithGIL(fn func(g *GIL)) error {
+	c, err := NewCaller(0)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	entered := C.sky_enter()
+	if entered < 0 {
+		return errNoThread
+	}
+	defer C.sky_leave(entered)
+	fn(&GIL{c: c})
+	return nil
+}
+
+// Call is Caller.Call with the GIL already held.
+func (g *GIL) Call(fn *Object, args []byte, nargs int) (any, error) {
+	p, n := cbytes(args)
+	rc := C.sky_call(g.c.s, fn.p, nil, p, n, C.int(nargs), 0, 0, 0)
+	runtime.KeepAlive(args)
+	return g.c.result(rc)
+}
+
+// CallValue calls fn with Go values and returns the decoded result.
+func (g *GIL) CallValue(fn *Object, args ...any) (any, error) {
+	return g.CallValueWith(fn, nil, args...)
+}
+
+// CallValueWith is CallValue with obj (when not nil) as the first argument.
+func (g *GIL) CallValueWith(fn, obj *Object, args ...any) (any, error) {
+	var e Encoder
+	for _, a := range args {
+		if err := e.Value(a); err != nil {
+			return nil, err
+		}
+	}
+	p, n := cbytes(e.buf)
+	var first *C.PyObject
+	if obj != nil {
+		first = obj.p
+	}
+	rc := C.sky_call(g.c.s, fn.p, first, p, n, C.int(len(args)), 0, 0, 0)
+	runtime.KeepAlive(e.buf)
+	return g.c.result(rc)
+}
+
+// CallObject calls fn with Go values and returns the result as an Object.
+func (g *GIL) CallObject(fn *Object, args ...any) (*Object, error) {
 	var e Encoder
 	for _, a := range args {
 		if err := e.Value(a); err != nil {
@@ -117,88 +178,48 @@ func (t *Thread) CallObject(fn *Object, args ...any) (*Object, error) {
 	}
 	p, n := cbytes(e.buf)
 	var res *C.PyObject
-	rc := C.sky_call_obj(t.w, fn.p, p, n, C.int(len(args)), &res)
+	rc := C.sky_call_obj(g.c.s, fn.p, p, n, C.int(len(args)), &res)
 	runtime.KeepAlive(e.buf)
 	if rc != C.SKY_OK {
-		return nil, decodeError(t.out())
+		return nil, decodeError(g.c.out())
 	}
-	return newObject(res), nil
-}
-
-// CallValue is CallObject returning the decoded value.
-func (t *Thread) CallValue(fn *Object, args ...any) (any, error) {
-	var e Encoder
-	for _, a := range args {
-		if err := e.Value(a); err != nil {
-			return nil, err
-		}
-	}
-	return t.Call(fn, e.buf, len(args), 0, false)
-}
-
-// CallValueWith is CallValue with obj as the first argument.
-func (t *Thread) CallValueWith(fn, obj *Object, args ...any) (any, error) {
-	t.mustBeInside()
-	var e Encoder
-	for _, a := range args {
-		if err := e.Value(a); err != nil {
-			return nil, err
-		}
-	}
-	p, n := cbytes(e.buf)
-	rc := C.sky_call(t.w, fn.p, obj.p, p, n, C.int(len(args)), 0, 0)
-	runtime.KeepAlive(e.buf)
-	if rc != C.SKY_OK {
-		return nil, decodeError(t.out())
-	}
-	return Decode(t.out())
-}
-
-// Logs returns the output captured by the last Call and whether it was cut
-// at the limit.
-func (t *Thread) Logs() (string, bool) {
-	b := bufBytes(&t.w.logs)
-	return string(b), t.w.logs_truncated != 0
+	return &Object{p: res}, nil
 }
 
 // ExecModule runs source as a new module called name and returns it.
-func (t *Thread) ExecModule(name, filename, source string) (*Object, error) {
-	t.mustBeInside()
+func (g *GIL) ExecModule(name, filename, source string) (*Object, error) {
 	cn, cf, cs := C.CString(name), C.CString(filename), C.CString(source)
 	defer C.free(unsafe.Pointer(cn))
 	defer C.free(unsafe.Pointer(cf))
 	defer C.free(unsafe.Pointer(cs))
 	var res *C.PyObject
-	if C.sky_exec_module(t.w, cn, cf, cs, &res) != C.SKY_OK {
-		return nil, decodeError(t.out())
+	if C.sky_exec_module(g.c.s, cn, cf, cs, &res) != C.SKY_OK {
+		return nil, decodeError(g.c.out())
 	}
-	return newObject(res), nil
+	return &Object{p: res}, nil
 }
 
 // Attr returns obj.name.
-func (t *Thread) Attr(obj *Object, name string) (*Object, error) {
-	t.mustBeInside()
+func (g *GIL) Attr(obj *Object, name string) (*Object, error) {
 	cn := C.CString(name)
 	defer C.free(unsafe.Pointer(cn))
 	var res *C.PyObject
-	if C.sky_getattr(t.w, obj.p, cn, &res) != C.SKY_OK {
-		return nil, decodeError(t.out())
+	if C.sky_getattr(g.c.s, obj.p, cn, &res) != C.SKY_OK {
+		return nil, decodeError(g.c.out())
 	}
-	return newObject(res), nil
+	return &Object{p: res}, nil
 }
 
 // Value decodes obj into Go values.
-func (t *Thread) Value(obj *Object) (any, error) {
-	t.mustBeInside()
-	if C.sky_encode_obj(t.w, obj.p) != C.SKY_OK {
-		return nil, decodeError(t.out())
+func (g *GIL) Value(obj *Object) (any, error) {
+	if C.sky_encode_obj(g.c.s, obj.p) != C.SKY_OK {
+		return nil, decodeError(g.c.out())
 	}
-	return Decode(t.out())
+	return Decode(g.c.out())
 }
 
-// Release drops a reference to obj. Needs the GIL. Idempotent.
-func (t *Thread) Release(obj *Object) {
-	t.mustBeInside()
+// Release drops a reference. Idempotent.
+func (g *GIL) Release(obj *Object) {
 	if obj != nil && obj.p != nil {
 		C.sky_decref(obj.p)
 		obj.p = nil
@@ -206,9 +227,7 @@ func (t *Thread) Release(obj *Object) {
 }
 
 // Object is a strong reference to a Python object, owned by C. Use it only
-// with the GIL held, through a Thread.
+// with the GIL held: through a Caller or a GIL.
 type Object struct {
 	p *C.PyObject
 }
-
-func newObject(p *C.PyObject) *Object { return &Object{p: p} }

@@ -20,7 +20,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -137,17 +136,19 @@ func Open(opts Options) (*Engine, error) {
 	}); err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
+	var loadErr error
+	if err := cpython.WithGIL(func(g *cpython.GIL) { loadErr = e.load(g, opts.Metric) }); err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	if loadErr != nil {
+		e.Close()
+		return nil, loadErr
+	}
 	for i := 0; i < orDefault(opts.Workers, 1); i++ {
 		if err := e.startWorker(); err != nil {
 			e.Close()
 			return nil, err
 		}
-	}
-	var loadErr error
-	e.do(func(th *cpython.Thread) { loadErr = e.load(th, opts.Metric) })
-	if loadErr != nil {
-		e.Close()
-		return nil, loadErr
 	}
 	return e, nil
 }
@@ -160,7 +161,7 @@ func orDefault(v, def int) int {
 }
 
 // load imports the metric and makes the load-time checks. Runs with the GIL.
-func (e *Engine) load(th *cpython.Thread, shown string) error {
+func (e *Engine) load(th *cpython.GIL, shown string) error {
 	var err error
 	loaderOnce.Do(func() {
 		loader, lerr := th.ExecModule("_skynet_loader", "<skynet loader>", loaderSource)
@@ -237,7 +238,7 @@ func (e *Engine) load(th *cpython.Thread, shown string) error {
 
 var sharedLoader *cpython.Object // the _skynet_loader module, shared by engines
 
-func (e *Engine) loaderCall(th *cpython.Thread, name string, args ...any) (any, error) {
+func (e *Engine) loaderCall(th *cpython.GIL, name string, args ...any) (any, error) {
 	fn, err := th.Attr(e.loader, name)
 	if err != nil {
 		return nil, err
@@ -258,7 +259,7 @@ func (e *Engine) loaderCall(th *cpython.Thread, name string, args ...any) (any, 
 	return th.CallValueWith(fn, mod, objs...)
 }
 
-func (e *Engine) loaderGet(th *cpython.Thread, name string) (*cpython.Object, error) {
+func (e *Engine) loaderGet(th *cpython.GIL, name string) (*cpython.Object, error) {
 	return th.Attr(e.mod, name)
 }
 
@@ -297,20 +298,21 @@ func (e *Engine) RewardSpec() *reward.Spec { return e.spec }
 func (e *Engine) Close() error {
 	e.closing.Do(func() {
 		e.closed.Store(true)
-		if e.mod != nil || e.score != nil {
-			e.do(func(th *cpython.Thread) {
-				th.Release(e.score)
-				if e.mod != nil {
-					th.Release(e.mod)
-					if _, err := e.loaderCall(th, "unload", e.module); err != nil {
-						_ = err // unloading is best effort; the module is unreachable anyway
-					}
-				}
-			})
-		}
 		close(e.quit)
 		done := make(chan struct{})
-		go func() { e.workers.Wait(); close(done) }()
+		go func() {
+			e.workers.Wait()
+			// Taking the GIL waits behind C code that never releases it; the
+			// select below bounds how long Close waits for that.
+			cpython.WithGIL(func(g *cpython.GIL) {
+				g.Release(e.score)
+				if e.mod != nil {
+					g.Release(e.mod)
+					e.loaderCall(g, "unload", e.module)
+				}
+			})
+			close(done)
+		}()
 		select {
 		case <-done:
 		case <-time.After(2 * time.Second):
@@ -319,85 +321,46 @@ func (e *Engine) Close() error {
 	return nil
 }
 
-// A job runs on a worker thread with the GIL held.
+// A job runs on a worker goroutine.
 type job interface {
 	run(w *worker)
 }
 
-type funcJob struct {
-	fn   func(th *cpython.Thread)
-	done chan struct{}
-}
-
-func (j *funcJob) run(w *worker) {
-	defer close(j.done)
-	j.fn(w.th)
-}
-
-// do runs fn on a worker with the GIL held and waits for it. A worker stuck
-// in a call delays it; Close uses it before the workers stop.
-func (e *Engine) do(fn func(th *cpython.Thread)) {
-	j := &funcJob{fn: fn, done: make(chan struct{})}
-	select {
-	case e.jobs <- j:
-		<-j.done
-	case <-time.After(5 * time.Second):
-		// Every worker is busy or stuck; skip rather than hang.
-	}
-}
-
-// worker is one OS thread with its own Python thread state.
+// worker is a goroutine that makes calls into Python with its own Caller.
+// Workers are not pinned to OS threads: each call takes and releases the
+// GIL within one cgo crossing (see package cpython).
 type worker struct {
-	th      *cpython.Thread
+	caller  *cpython.Caller
 	retired atomic.Bool // replaced after a stuck call; exits when that call ends
 }
 
 func (e *Engine) startWorker() error {
-	ready := make(chan error)
+	c, err := cpython.NewCaller(e.logsLimit)
+	if err != nil {
+		return fmt.Errorf("engine: %w", err)
+	}
 	e.workers.Add(1)
-	go e.workerLoop(ready)
-	return <-ready
+	go e.workerLoop(&worker{caller: c})
+	return nil
 }
 
-// workerLoop takes the GIL when work arrives and keeps it while more work is
-// queued, so a burst of cases pays for one GIL hand-off, not one per case.
-func (e *Engine) workerLoop(ready chan<- error) {
+func (e *Engine) workerLoop(w *worker) {
 	defer e.workers.Done()
-	// Never unlocked: the thread state belongs to this OS thread, which exits
-	// with the goroutine.
-	runtime.LockOSThread()
-	th, err := cpython.NewThread(e.logsLimit)
-	if err != nil {
-		ready <- fmt.Errorf("engine: %w", err)
-		return
-	}
-	w := &worker{th: th}
-	ready <- nil
-	defer th.Close()
+	defer w.caller.Close()
 	for {
-		var j job
 		select {
-		case j = <-e.jobs:
-		case <-e.quit:
-			return
-		}
-		th.Enter()
-		for j != nil {
+		case j := <-e.jobs:
 			e.runJob(w, j)
 			if w.retired.Load() {
 				return
 			}
-			select {
-			case j = <-e.jobs:
-			default:
-				j = nil
-			}
+		case <-e.quit:
+			return
 		}
-		th.Leave()
 	}
 }
 
-// runJob keeps a Go panic in a job from unwinding through the worker.
+// runJob keeps a Go panic in a job from taking the worker down.
 func (e *Engine) runJob(w *worker, j job) {
 	defer func() {
 		if r := recover(); r != nil {

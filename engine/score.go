@@ -53,9 +53,9 @@ func (j *scoreJob) run(w *worker) {
 	}
 	j.started <- w
 	start := time.Now()
-	v, err := w.th.Call(j.engine.score, j.args, j.engine.nargs, j.token, true)
+	v, err := w.caller.Call(j.engine.score, j.args, j.engine.nargs, j.token, true, 0)
 	o := outcome{value: v, err: err, elapsed: time.Since(start)}
-	o.logs, o.cut = w.th.Logs()
+	o.logs, o.cut = w.caller.Logs()
 	j.finish(o)
 }
 
@@ -150,7 +150,7 @@ func (e *Engine) Score(ctx context.Context, c Case) Result {
 	}
 	// Interrupt may wait for the GIL behind C code that never releases it,
 	// so it runs on its own goroutine.
-	go w.th.Interrupt(j.token)
+	go cpython.Interrupt(j.token)
 	r := failed(c.ID, kind, fmt.Sprintf("%s: %s", caseName(c.ID), why))
 	r.Duration = e.timeout
 	select {

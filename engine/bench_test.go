@@ -1,0 +1,93 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/skynetml/skynet/cpython"
+	"github.com/stretchr/testify/require"
+)
+
+const exactMatch = "../testdata/exact_match/metric.py"
+
+var benchCase = Case{ID: "b", Input: json.RawMessage(`{"message": "I was charged twice this month."}`),
+	Output: "billing", Expected: json.RawMessage(`{"label": "billing"}`)}
+
+// BenchmarkScore is the engine API on the trivial exact-match metric.
+func BenchmarkScore(b *testing.B) {
+	e, err := Open(Options{Metric: exactMatch})
+	require.NoError(b, err)
+	defer e.Close()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if r := e.Score(ctx, benchCase); r.Err != nil {
+			b.Fatal(r.Err)
+		}
+	}
+}
+
+// BenchmarkPythonLoop is the bar of SPEC §6: a pure-Python loop calling the
+// same score on the same prepared objects in the same interpreter.
+func BenchmarkPythonLoop(b *testing.B) {
+	e, err := Open(Options{Metric: exactMatch})
+	require.NoError(b, err)
+	defer e.Close()
+	b.ResetTimer()
+	ns := pythonLoopNS(b, e, b.N)
+	b.ReportMetric(ns, "py-ns/op")
+}
+
+func pythonLoopNS(b *testing.B, e *Engine, n int) float64 {
+	var ns float64
+	var ferr error
+	cpython.WithGIL(func(th *cpython.GIL) {
+		mod, err := th.ExecModule(fmt.Sprintf("_bench_%d", n), "<bench>", fmt.Sprintf(`
+import sys, time
+score = sys.modules[%q].score
+def loop(n):
+    input, output, expected = {"message": "I was charged twice this month."}, "billing", {"label": "billing"}
+    start = time.perf_counter_ns()
+    for _ in range(n):
+        score(input, output, expected)
+    return (time.perf_counter_ns() - start) / n
+`, e.module))
+		if err != nil {
+			ferr = err
+			return
+		}
+		fn, _ := th.Attr(mod, "loop")
+		v, err := th.CallValue(fn, n)
+		ferr = err
+		if f, ok := v.(float64); ok {
+			ns = f
+		}
+		th.Release(fn)
+		th.Release(mod)
+	})
+	require.NoError(b, ferr)
+	return ns
+}
+
+// BenchmarkRatio runs both in one benchmark and reports engine/python.
+func BenchmarkRatio(b *testing.B) {
+	e, err := Open(Options{Metric: exactMatch})
+	require.NoError(b, err)
+	defer e.Close()
+	b.ResetTimer()
+	start := testingNow()
+	for i := 0; i < b.N; i++ {
+		e.Score(ctx, benchCase)
+	}
+	engineNS := float64(testingSince(start).Nanoseconds()) / float64(b.N)
+	py := pythonLoopNS(b, e, b.N)
+	b.ReportMetric(engineNS, "engine-ns/case")
+	b.ReportMetric(py, "python-ns/case")
+	b.ReportMetric(engineNS/py, "ratio")
+}
+
+var (
+	testingNow   = time.Now
+	testingSince = time.Since
+)
