@@ -5,7 +5,7 @@ import (
 	"math"
 	"math/big"
 	"os"
-		"strings"
+	"strings"
 	"sync"
 	"testing"
 	"time"

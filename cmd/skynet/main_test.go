@@ -73,13 +73,13 @@ func TestScoreBadLinesAreResults(t *testing.T) {
 		}
 	}
 	assert.Equal(t, map[string]string{
-		"ok1":    "ok",
-		"2":      "input: line 2: invalid JSON: unexpected end of JSON input",
+		"ok1":     "ok",
+		"2":       "input: line 2: invalid JSON: unexpected end of JSON input",
 		"noinput": `input: line 3: "input" is missing`,
-		"5":      "input: line 5: a case must be a JSON object, got array",
-		"typo":   `input: line 6: unknown field "expexted" (a case has id, input, output, expected, observation)`,
-		"strexp": `input: line 7: "expected" must be an object of output columns or null, got a string`,
-		"ok2":    "ok",
+		"5":       "input: line 5: a case must be a JSON object, got array",
+		"typo":    `input: line 6: unknown field "expexted" (a case has id, input, output, expected, observation)`,
+		"strexp":  `input: line 7: "expected" must be an object of output columns or null, got a string`,
+		"ok2":     "ok",
 	}, got)
 	assert.Contains(t, summary, "errors: 5 (input 5)")
 }
