@@ -60,6 +60,31 @@ type Foreign struct {
 // PythonType returns the Python type name, for messages.
 func (f Foreign) PythonType() string { return f.Type }
 
+// Plain converts decoded values to the shapes encoding/json and most Go code
+// read: str-keyed dicts become map[string]any (other keys are dropped) and
+// tuples become []any. Other values are returned as they are.
+func Plain(v any) any {
+	switch x := v.(type) {
+	case *Dict:
+		m := make(map[string]any, len(x.Keys))
+		for i, k := range x.Keys {
+			if s, ok := k.(string); ok {
+				m[s] = Plain(x.Values[i])
+			}
+		}
+		return m
+	case []any:
+		out := make([]any, len(x))
+		for i := range x {
+			out[i] = Plain(x[i])
+		}
+		return out
+	case Tuple:
+		return Plain([]any(x))
+	}
+	return v
+}
+
 // maxDepth bounds nesting on both sides; C uses the same limit.
 const maxDepth = 256
 

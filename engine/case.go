@@ -3,6 +3,8 @@ package engine
 import (
 	"fmt"
 	"time"
+
+	"github.com/skynetml/skynet/skynetmod"
 )
 
 // Case is one call of score: score(Input, Output, Expected).
@@ -21,14 +23,10 @@ type Case struct {
 	Observation Observation
 }
 
-// Observation is what was measured for a case. Nil means not measured.
-type Observation struct {
-	RunMS        *float64 `json:"run_ms,omitempty"`
-	CostUSD      *float64 `json:"cost_usd,omitempty"`
-	ModelCalls   *int64   `json:"model_calls,omitempty"`
-	InputTokens  *int64   `json:"input_tokens,omitempty"`
-	OutputTokens *int64   `json:"output_tokens,omitempty"`
-}
+// Observation is what was measured for a case; nil fields were not
+// measured. skynet.observation(), skynet.service_cost() and skynet.reward()
+// read it; Python cannot change it.
+type Observation = skynetmod.Observation
 
 // Result is the outcome of one case. Exactly one Result comes out of every
 // Case that goes in.

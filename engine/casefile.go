@@ -94,14 +94,14 @@ func ParseCase(line []byte, lineNo int) (Case, error) {
 		if err := dec.Decode(&c.Observation); err != nil {
 			return fail(`"observation": %v (known fields: run_ms, cost_usd, model_calls, input_tokens, output_tokens)`, err)
 		}
-		if err := c.Observation.validate(); err != nil {
+		if err := validateObservation(c.Observation); err != nil {
 			return fail(`"observation": %v`, err)
 		}
 	}
 	return c, nil
 }
 
-func (o Observation) validate() error {
+func validateObservation(o Observation) error {
 	for name, v := range map[string]*float64{"run_ms": o.RunMS, "cost_usd": o.CostUSD} {
 		if v != nil && (*v < 0 || math.IsNaN(*v) || math.IsInf(*v, 0)) {
 			return fmt.Errorf("%s must be a number >= 0, got %v", name, *v)

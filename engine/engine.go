@@ -26,6 +26,7 @@ import (
 
 	"github.com/skynetml/skynet/cpython"
 	"github.com/skynetml/skynet/reward"
+	"github.com/skynetml/skynet/skynetmod"
 )
 
 // Limits of the metric contract.
@@ -226,7 +227,7 @@ func (e *Engine) load(th *cpython.GIL, shown string) error {
 		if err != nil {
 			return err
 		}
-		spec, perr := reward.Parse(plain(raw))
+		spec, perr := reward.Parse(cpython.Plain(raw))
 		if perr != nil {
 			return fail(Check{Name: CheckRewardSpec, Message: perr.Error()})
 		}
@@ -261,30 +262,6 @@ func (e *Engine) loaderCall(th *cpython.GIL, name string, args ...any) (any, err
 
 func (e *Engine) loaderGet(th *cpython.GIL, name string) (*cpython.Object, error) {
 	return th.Attr(e.mod, name)
-}
-
-// plain converts decoded Python values to the map/slice shape package reward
-// reads; values with no plain form are kept as they are.
-func plain(v any) any {
-	switch x := v.(type) {
-	case *cpython.Dict:
-		m := make(map[string]any, len(x.Keys))
-		for i, k := range x.Keys {
-			if s, ok := k.(string); ok {
-				m[s] = plain(x.Values[i])
-			}
-		}
-		return m
-	case []any:
-		out := make([]any, len(x))
-		for i := range x {
-			out[i] = plain(x[i])
-		}
-		return out
-	case cpython.Tuple:
-		return plain([]any(x))
-	}
-	return v
 }
 
 // Arity is how many arguments score is called with: 2 or 3.
@@ -331,7 +308,8 @@ type job interface {
 // GIL within one cgo crossing (see package cpython).
 type worker struct {
 	caller  *cpython.Caller
-	retired atomic.Bool // replaced after a stuck call; exits when that call ends
+	slot    *skynetmod.Slot // the current case, for the skynet module
+	retired atomic.Bool     // replaced after a stuck call; exits when that call ends
 }
 
 func (e *Engine) startWorker() error {
@@ -340,13 +318,14 @@ func (e *Engine) startWorker() error {
 		return fmt.Errorf("engine: %w", err)
 	}
 	e.workers.Add(1)
-	go e.workerLoop(&worker{caller: c})
+	go e.workerLoop(&worker{caller: c, slot: skynetmod.NewSlot()})
 	return nil
 }
 
 func (e *Engine) workerLoop(w *worker) {
 	defer e.workers.Done()
 	defer w.caller.Close()
+	defer w.slot.Close()
 	for {
 		select {
 		case j := <-e.jobs:

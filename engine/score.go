@@ -24,6 +24,7 @@ const (
 type scoreJob struct {
 	engine  *Engine
 	args    []byte
+	obs     *Observation
 	token   uint64
 	state   atomic.Int32
 	started chan *worker // receives the worker that runs it
@@ -53,7 +54,9 @@ func (j *scoreJob) run(w *worker) {
 	}
 	j.started <- w
 	start := time.Now()
-	v, err := w.caller.Call(j.engine.score, j.args, j.engine.nargs, j.token, true, 0)
+	w.slot.Set(j.obs)
+	v, err := w.caller.Call(j.engine.score, j.args, j.engine.nargs, j.token, true, w.slot.Handle())
+	w.slot.Set(nil)
 	o := outcome{value: v, err: err, elapsed: time.Since(start)}
 	o.logs, o.cut = w.caller.Logs()
 	j.finish(o)
@@ -116,7 +119,8 @@ func (e *Engine) Score(ctx context.Context, c Case) Result {
 	if err != nil {
 		return failed(c.ID, KindInput, fmt.Sprintf("%s: %v", caseName(c.ID), err))
 	}
-	j := &scoreJob{engine: e, args: args, token: cpython.NewToken(),
+	obs := c.Observation
+	j := &scoreJob{engine: e, args: args, obs: &obs, token: cpython.NewToken(),
 		started: make(chan *worker, 1), done: make(chan outcome, 1)}
 	select {
 	case e.jobs <- j:

@@ -386,6 +386,8 @@ func (s *Spec) Compute(accuracy float64, feedback string, obs Observation) (Part
 	}
 
 	p.Total = s.Weights.Accuracy*p.Accuracy + s.Weights.Speed*p.Speed + s.Weights.Cost*p.Cost
+	// Normalised weights can sum to 1 plus a rounding error; keep the promise.
+	p.Total = math.Min(1, math.Max(0, p.Total))
 	p.Feedback = joinFeedback(feedback, s.timeCostSentence(obs))
 	return p, nil
 }

@@ -364,3 +364,22 @@ func TestFormatUSD(t *testing.T) {
 		assert.Equal(t, want, formatUSD(in), "formatUSD(%v)", in)
 	}
 }
+
+// Rounding in the weighted sum must never push the total above 1.
+func TestTotalStaysInRange(t *testing.T) {
+	s, err := Parse(map[string]any{
+		"weights": map[string]any{"accuracy": 0.7, "speed": 0.2, "cost": 0.1},
+		"speed":   map[string]any{"reference": int64(2000)}, "cost": map[string]any{"reference": 0.01},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	zero := 0.0
+	p, err := s.Compute(1, "", Observation{RunMS: &zero, CostUSD: &zero})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Total != 1 {
+		t.Fatalf("total = %v, want exactly 1", p.Total)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/skynetml/skynet/engine"
 )
@@ -68,7 +69,8 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 			if c.Case != "" {
 				where = " [case " + c.Case + "]"
 			}
-			fmt.Fprintf(stdout, "%s  %s%s: %s\n", status, c.Name, where, c.Message)
+			msg := strings.TrimPrefix(c.Message, c.Name+": ") // REWARD_SPEC errors name themselves
+			fmt.Fprintf(stdout, "%s  %s%s: %s\n", status, c.Name, where, msg)
 			if !c.OK && c.Detail != "" {
 				fmt.Fprintf(stdout, "\n%s\n", c.Detail)
 			}

@@ -3,6 +3,7 @@
 //
 //	skynet check --metric PATH --data CASES.jsonl [--samples 3] [--json]
 //	skynet score --metric PATH --data CASES.jsonl [--out RESULTS.jsonl] [--timeout 60s] [--workers N]
+//	skynet stub DIR
 package main
 
 import (
@@ -11,6 +12,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/skynetml/skynet/skynetmod"
 )
 
 // Exit codes.
@@ -25,6 +30,7 @@ const usage = `skynet runs metric.py scoring functions in an embedded CPython.
 Usage:
   skynet check --metric PATH --data CASES.jsonl [--samples 3] [--json]
   skynet score --metric PATH --data CASES.jsonl [--out RESULTS.jsonl] [--timeout 60s] [--workers N]
+  skynet stub DIR    write skynet.pyi (type stub of the skynet module) into DIR
 
 Run "skynet COMMAND -h" for a command's flags.
 `
@@ -43,6 +49,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runCheck(args[1:], stdout, stderr)
 	case "score":
 		return runScore(args[1:], stdout, stderr)
+	case "stub":
+		return runStub(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
@@ -76,4 +84,23 @@ func required(stderr io.Writer, cmd string, flags map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// runStub writes the skynet module's type stub where an editor can find it.
+func runStub(args []string, stdout, stderr io.Writer) int {
+	if len(args) != 1 || strings.HasPrefix(args[0], "-") {
+		fmt.Fprintln(stderr, "usage: skynet stub DIR   (writes DIR/skynet.pyi)")
+		return exitUsage
+	}
+	path := filepath.Join(args[0], "skynet.pyi")
+	if err := os.MkdirAll(args[0], 0o755); err != nil {
+		fmt.Fprintf(stderr, "skynet stub: %v\n", err)
+		return exitUsage
+	}
+	if err := os.WriteFile(path, []byte(skynetmod.Stub), 0o644); err != nil {
+		fmt.Fprintf(stderr, "skynet stub: %v\n", err)
+		return exitUsage
+	}
+	fmt.Fprintf(stdout, "wrote %s\n", path)
+	return exitOK
 }

@@ -153,3 +153,27 @@ def score(input, output, expected=None):
 	assert.Equal(t, "print inside score\n", lines[0].Logs)
 	assert.Contains(t, stderr.String(), "raw write to fd 1")
 }
+
+func TestScoreRewardExampleSummary(t *testing.T) {
+	dir := "../../testdata/reward/"
+	code, out, errOut := skynet("score", "--metric", dir+"metric.py", "--data", dir+"cases.jsonl")
+	require.Equal(t, exitOK, code, errOut)
+	assert.Contains(t, errOut, "named scores: accuracy 0.8000 (5), cost 0.4667 (5), speed 0.5100 (5)")
+	lines := resultLines(t, out)
+	assert.Equal(t, "Correct. Run time and cost were not measured, so the speed and cost parts are 0.", lines[4].Feedback)
+}
+
+func TestCheckRewardSpec(t *testing.T) {
+	code, out, _ := skynet("check", "--metric", "../../testdata/reward_spec/negative_weight.py", "--data", "../../testdata/reward/cases.jsonl")
+	assert.Equal(t, exitCheck, code)
+	assert.Contains(t, out, "FAILED  REWARD_SPEC: weights.speed must be >= 0, got -0.2\n")
+}
+
+func TestStub(t *testing.T) {
+	dir := t.TempDir()
+	code, _, _ := skynet("stub", dir)
+	require.Equal(t, exitOK, code)
+	b, err := os.ReadFile(filepath.Join(dir, "skynet.pyi"))
+	require.NoError(t, err)
+	assert.Contains(t, string(b), "def reward(spec")
+}

@@ -1,0 +1,167 @@
+// Package skynetmod is the native `skynet` module that metrics import:
+// llm, reward, observation and service_cost. It is registered before the
+// interpreter starts (PyImport_AppendInittab); its C functions call the Go
+// functions exported here. Measurements are held in Go, per call, in a Slot;
+// Python can read them but not change them.
+package skynetmod
+
+/*
+#cgo pkg-config: python3-embed
+#cgo CFLAGS: -Wall -Werror=implicit-function-declaration -I${SRCDIR}/../cpython
+#include "skynetmod.h"
+*/
+import "C"
+
+import (
+	"runtime/cgo"
+	"sync"
+	"sync/atomic"
+
+	"github.com/skynetml/skynet/cpython"
+	"github.com/skynetml/skynet/reward"
+)
+
+func init() {
+	// Must precede the interpreter's start, which Go's package init order
+	// guarantees: importers of skynetmod start it only later, at run time.
+	if C.skynetmod_register() != 0 {
+		panic("skynetmod: cannot register the skynet module")
+	}
+}
+
+// Observation is what was measured for a case. Nil means not measured.
+type Observation struct {
+	RunMS        *float64 `json:"run_ms,omitempty"`
+	CostUSD      *float64 `json:"cost_usd,omitempty"`
+	ModelCalls   *int64   `json:"model_calls,omitempty"`
+	InputTokens  *int64   `json:"input_tokens,omitempty"`
+	OutputTokens *int64   `json:"output_tokens,omitempty"`
+}
+
+// Slot carries the current case's context into the module's functions. A
+// worker owns one and sets it before each call; Handle is passed as the
+// call's context (cpython.Caller.Call), so the C side finds it per thread.
+type Slot struct {
+	handle cgo.Handle
+	cur    atomic.Pointer[Observation]
+}
+
+// NewSlot returns a Slot; Close it when the worker ends.
+func NewSlot() *Slot {
+	s := &Slot{}
+	s.handle = cgo.NewHandle(s)
+	return s
+}
+
+// Set makes obs the observation of the next call made with this slot.
+func (s *Slot) Set(obs *Observation) { s.cur.Store(obs) }
+
+// Handle is the value to pass as a call's context.
+func (s *Slot) Handle() uintptr { return uintptr(s.handle) }
+
+// Close releases the handle. Idempotent.
+func (s *Slot) Close() {
+	if s.handle != 0 {
+		s.handle.Delete()
+		s.handle = 0
+	}
+}
+
+func slotOf(ctx C.uintptr_t) (*Slot, bool) {
+	defer func() { recover() }() // a stale handle must not unwind into C
+	s, ok := cgo.Handle(ctx).Value().(*Slot)
+	return s, ok
+}
+
+//export skynetObservation
+func skynetObservation(ctx C.uintptr_t, out *C.sky_observation) (ok C.int) {
+	defer func() {
+		if recover() != nil {
+			ok = 0
+		}
+	}()
+	s, found := slotOf(ctx)
+	if !found {
+		return 0
+	}
+	o := s.cur.Load()
+	if o == nil {
+		return 0
+	}
+	if o.RunMS != nil {
+		out.has_run_ms, out.run_ms = 1, C.double(*o.RunMS)
+	}
+	if o.CostUSD != nil {
+		out.has_cost_usd, out.cost_usd = 1, C.double(*o.CostUSD)
+	}
+	if o.ModelCalls != nil {
+		out.has_model_calls, out.model_calls = 1, C.longlong(*o.ModelCalls)
+	}
+	if o.InputTokens != nil {
+		out.has_input_tokens, out.input_tokens = 1, C.longlong(*o.InputTokens)
+	}
+	if o.OutputTokens != nil {
+		out.has_output_tokens, out.output_tokens = 1, C.longlong(*o.OutputTokens)
+	}
+	return 1
+}
+
+// specs caches parsed specs by their encoded bytes: a metric passes the same
+// REWARD_SPEC on every call, and it was validated when the metric loaded.
+var specs sync.Map // string -> *reward.Spec
+
+const maxCachedSpecs = 64
+
+var cachedSpecs atomic.Int64
+
+func parseSpec(encoded []byte) (*reward.Spec, error) {
+	if s, ok := specs.Load(string(encoded)); ok {
+		return s.(*reward.Spec), nil
+	}
+	v, err := cpython.Decode(encoded)
+	if err != nil {
+		return nil, err
+	}
+	spec, err := reward.Parse(cpython.Plain(v))
+	if err != nil {
+		return nil, err
+	}
+	if cachedSpecs.Add(1) <= maxCachedSpecs {
+		specs.Store(string(encoded), spec)
+	}
+	return spec, nil
+}
+
+//export skynetReward
+func skynetReward(ctx C.uintptr_t, spec *C.char, specLen C.size_t, accuracy C.double,
+	feedback *C.char, feedbackLen C.size_t, out *C.sky_reward_out) {
+	defer func() {
+		if r := recover(); r != nil {
+			out.error = C.CString("skynet.reward: internal error")
+		}
+	}()
+	fail := func(msg string) { out.error = C.CString(msg) }
+	s, ok := slotOf(ctx)
+	if !ok {
+		fail("skynet.reward: no current case")
+		return
+	}
+	parsed, err := parseSpec(C.GoBytes(unsafePointer(spec), C.int(specLen)))
+	if err != nil {
+		fail(err.Error())
+		return
+	}
+	var obs reward.Observation
+	if o := s.cur.Load(); o != nil {
+		obs = reward.Observation{RunMS: o.RunMS, CostUSD: o.CostUSD}
+	}
+	parts, err := parsed.Compute(float64(accuracy), C.GoStringN(feedback, C.int(feedbackLen)), obs)
+	if err != nil {
+		fail(err.Error())
+		return
+	}
+	out.total, out.accuracy, out.speed, out.cost = C.double(parts.Total), C.double(parts.Accuracy),
+		C.double(parts.Speed), C.double(parts.Cost)
+	out.feedback = C.CString(parts.Feedback)
+	out.feedback_len = C.size_t(len(parts.Feedback))
+}

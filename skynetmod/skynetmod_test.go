@@ -1,0 +1,189 @@
+package skynetmod
+
+import (
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/skynetml/skynet/cpython"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestMain(m *testing.M) {
+	if err := cpython.Initialize(cpython.Config{}); err != nil {
+		panic(err)
+	}
+	os.Exit(m.Run())
+}
+
+var moduleSeq int
+
+// function execs source as a new module and returns its attribute name.
+func function(t *testing.T, name, source string) *cpython.Object {
+	t.Helper()
+	var fn *cpython.Object
+	var err error
+	require.NoError(t, cpython.WithGIL(func(g *cpython.GIL) {
+		moduleSeq++
+		var mod *cpython.Object
+		mod, err = g.ExecModule("skynetmod_test_"+strings.Repeat("x", moduleSeq), "<metric>", source)
+		if err != nil {
+			return
+		}
+		fn, err = g.Attr(mod, name)
+		g.Release(mod)
+	}))
+	require.NoError(t, err)
+	return fn
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// call runs fn() as a case with obs as its observation.
+func call(t *testing.T, fn *cpython.Object, obs *Observation) (any, error) {
+	t.Helper()
+	c, err := cpython.NewCaller(1 << 10)
+	require.NoError(t, err)
+	defer c.Close()
+	slot := NewSlot()
+	defer slot.Close()
+	slot.Set(obs)
+	return c.Call(fn, nil, 0, cpython.NewToken(), true, slot.Handle())
+}
+
+func jsonOf(t *testing.T, v any) string {
+	b, err := json.Marshal(cpython.Plain(v))
+	require.NoError(t, err)
+	return string(b)
+}
+
+func TestObservationAndServiceCost(t *testing.T) {
+	fn := function(t, "f", `
+from skynet import observation, service_cost
+def f():
+    first = observation()
+    first["run_ms"] = -1          # a fresh dict each call: this changes nothing
+    return [observation(), service_cost()]
+`)
+	v, err := call(t, fn, &Observation{RunMS: ptr(12.5), CostUSD: ptr(0.003), ModelCalls: ptr(int64(2))})
+	require.NoError(t, err)
+	assert.JSONEq(t, `[{"run_ms": 12.5, "cost_usd": 0.003, "model_calls": 2, "input_tokens": null, "output_tokens": null}, 0.003]`, jsonOf(t, v))
+	v, err = call(t, fn, &Observation{})
+	require.NoError(t, err)
+	assert.JSONEq(t, `[{"run_ms": null, "cost_usd": null, "model_calls": null, "input_tokens": null, "output_tokens": null}, null]`, jsonOf(t, v))
+}
+
+func TestOutsideACaseIsAnError(t *testing.T) {
+	fn := function(t, "f", "import skynet\ndef f():\n    return skynet.observation()\n")
+	c, err := cpython.NewCaller(0)
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = c.Call(fn, nil, 0, 0, false, 0)
+	assert.EqualError(t, err, "RuntimeError: skynet.observation() is only available while Skynet is calling score or run for a case (not at import time or from threads the metric starts)")
+
+	var ierr error
+	require.NoError(t, cpython.WithGIL(func(g *cpython.GIL) {
+		_, ierr = g.ExecModule("skynetmod_import_time", "<metric>", "import skynet\nCOST = skynet.service_cost()\n")
+	}))
+	assert.EqualError(t, ierr, "RuntimeError: skynet.service_cost() is only available while Skynet is calling score or run for a case (not at import time or from threads the metric starts)")
+}
+
+const seedSpec = `REWARD_SPEC = {"weights": {"accuracy": 0.7, "speed": 0.2, "cost": 0.1},
+               "accuracy": {}, "speed": {"reference": 2000}, "cost": {"reference": 0.01}}
+`
+
+func TestReward(t *testing.T) {
+	fn := function(t, "f", "from skynet import reward\n"+seedSpec+`
+def f():
+    return reward(REWARD_SPEC, 1.0, "Correct.")
+`)
+	v, err := call(t, fn, &Observation{RunMS: ptr(2000.0), CostUSD: ptr(0.01)})
+	require.NoError(t, err)
+	pair := v.(cpython.Tuple)
+	assert.InDelta(t, 0.85, pair[0], 1e-12)
+	side := cpython.Plain(pair[1]).(map[string]any)
+	assert.Equal(t, "Correct. Run took 2000 ms (reference 2000 ms) and cost $0.01 (reference $0.01).", side["feedback"])
+	assert.Equal(t, map[string]any{"accuracy": 1.0, "speed": 0.5, "cost": 0.5}, side["scores"])
+
+	v, err = call(t, fn, &Observation{RunMS: ptr(2000.0)})
+	require.NoError(t, err)
+	pair = v.(cpython.Tuple)
+	assert.InDelta(t, 0.8, pair[0], 1e-12, "unmeasured cost is 0")
+	assert.Contains(t, cpython.Plain(pair[1]).(map[string]any)["feedback"], "cost was not measured, so the cost part is 0")
+}
+
+func TestRewardArgumentErrors(t *testing.T) {
+	fn := function(t, "f", "from skynet import reward\n"+seedSpec+`
+def f():
+    out = []
+    for args in [(REWARD_SPEC, 1.5, "x"), (REWARD_SPEC, True, "x"), (REWARD_SPEC, 0.5, None),
+                 ({"weights": {"accuracy": 1, "speed": -1, "cost": 0}}, 0.5, "x")]:
+        try:
+            reward(*args)
+            out.append("no error")
+        except Exception as exc:
+            out.append(f"{type(exc).__name__}: {exc}")
+    return out
+`)
+	v, err := call(t, fn, &Observation{})
+	require.NoError(t, err)
+	assert.Equal(t, []any{
+		"ValueError: reward: accuracy must be a score in [0, 1] (REWARD_SPEC has no accuracy.reference), got 1.5",
+		"TypeError: skynet.reward(): accuracy must be a number, got bool",
+		"TypeError: skynet.reward(): feedback must be a str, got NoneType",
+		"ValueError: REWARD_SPEC: weights.speed must be >= 0, got -1",
+	}, v)
+}
+
+// TestTampering: nothing a metric does to the module, the dicts it returns or
+// the clock changes what reward computes from the host's measurements.
+func TestTampering(t *testing.T) {
+	fn := function(t, "f", "import skynet, time\nfrom skynet import reward\n"+seedSpec+`
+def f():
+    skynet.observation = lambda: {"run_ms": 0.0, "cost_usd": 0.0}
+    skynet.service_cost = lambda: 0.0
+    time.time = lambda: 0.0
+    time.perf_counter = lambda: 0.0
+    time.monotonic = lambda: 0.0
+    return reward(REWARD_SPEC, 1.0, "x")
+`)
+	v, err := call(t, fn, &Observation{RunMS: ptr(6000.0), CostUSD: ptr(0.03)})
+	require.NoError(t, err)
+	scores := cpython.Plain(v.(cpython.Tuple)[1]).(map[string]any)["scores"].(map[string]any)
+	assert.InDelta(t, 0.25, scores["speed"], 1e-12, "speed from the host's 6000 ms")
+	assert.InDelta(t, 0.25, scores["cost"], 1e-12, "cost from the host's $0.03")
+
+}
+
+func TestLLMWithoutModelIsClear(t *testing.T) {
+	fn := function(t, "f", "from skynet import llm\ndef f():\n    return llm('Answer PASS or FAIL.', input='2+2=4')\n")
+	_, err := call(t, fn, &Observation{})
+	pe, ok := cpython.AsError(err)
+	require.True(t, ok)
+	assert.Equal(t, "RuntimeError", pe.Type)
+	assert.Contains(t, pe.Message, "no model is configured")
+}
+
+// TestStubMatchesModule keeps skynet.pyi in step with the module's functions.
+func TestStubMatchesModule(t *testing.T) {
+	fn := function(t, "f", `
+import ast, skynet
+def f(stub):
+    tree = ast.parse(stub)
+    stubbed = sorted(n.name for n in tree.body if isinstance(n, ast.FunctionDef))
+    real = sorted(n for n in dir(skynet) if not n.startswith("_") and callable(getattr(skynet, n)))
+    return [stubbed, real]
+`)
+	var e cpython.Encoder
+	require.NoError(t, e.Value(Stub))
+	c, err := cpython.NewCaller(0)
+	require.NoError(t, err)
+	defer c.Close()
+	v, err := c.Call(fn, e.Bytes(), 1, 0, false, 0)
+	require.NoError(t, err)
+	pair := v.([]any)
+	assert.Equal(t, pair[1], pair[0], "skynet.pyi functions == module functions")
+	assert.Equal(t, []any{"llm", "observation", "reward", "service_cost"}, pair[1])
+}
