@@ -28,6 +28,7 @@ vet: deps
 
 test: deps fmt-check vet
 	$(GO) test -count=1 ./...
+	$(GO) test -count=1 -race ./...
 
 bench: deps
 	$(GO) test -run='^$$' -bench=. -benchtime=20000x ./engine
