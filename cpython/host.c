@@ -286,6 +286,8 @@ void sky_fetch_error(sky_buf *out) {
     PyErr_Clear();
 }
 
+int sky_decode_args(const char *in, size_t inlen, int nargs, PyObject **args);
+
 static int decode_args(const char *in, size_t inlen, int nargs, PyObject **args) {
     const char *p = in, *end = in + inlen;
     for (int i = 0; i < nargs; i++) {
@@ -299,8 +301,12 @@ static int decode_args(const char *in, size_t inlen, int nargs, PyObject **args)
     return 0;
 }
 
+int sky_decode_args(const char *in, size_t inlen, int nargs, PyObject **args) {
+    return decode_args(in, inlen, nargs, args);
+}
+
 // begin_call makes the call interruptible and routes its output.
-static void begin_call(sky_thread *t, sky_scratch *s, uint64_t token, int capture, uintptr_t context,
+void begin_call(sky_thread *t, sky_scratch *s, uint64_t token, int capture, uintptr_t context,
                        sky_scratch **saved_capture, uintptr_t *saved_context, uint64_t *saved_running) {
     *saved_capture = t->capture;
     *saved_context = t->context;
@@ -317,7 +323,7 @@ static void begin_call(sky_thread *t, sky_scratch *s, uint64_t token, int captur
 // end_call stops a call's interruptibility before anything else runs Python
 // (encoding, traceback formatting), so a late interrupt cannot land there or in
 // the next call on this thread. It restores the state of an enclosing call.
-static void end_call(sky_thread *t, sky_scratch *saved_capture, uintptr_t saved_context,
+void end_call(sky_thread *t, sky_scratch *saved_capture, uintptr_t saved_context,
                      uint64_t saved_running) {
     t->running = saved_running;
     t->capture = saved_capture;
@@ -348,6 +354,7 @@ int sky_call(sky_scratch *s, PyObject *fn, PyObject *first, const char *in, size
         args[0] = first; // released with the other arguments below
     }
     if (decode_args(in, inlen, nargs, args + skip) < 0) goto done;
+    t->case_index = 0;
     sky_scratch *saved_capture;
     uintptr_t saved_context;
     uint64_t saved_running;

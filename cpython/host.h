@@ -35,6 +35,7 @@ typedef struct sky_thread {
     int interrupt_posted;      // an async exception is pending (GIL held)
     sky_scratch *capture;      // where the running call's output goes, or NULL
     uintptr_t context;         // the running call's host value (a cgo.Handle), 0 outside calls
+    int64_t case_index;        // which case of a batch is running, for context lookups
     struct sky_thread *next;   // all threads, for sky_interrupt
 } sky_thread;
 
@@ -67,6 +68,41 @@ int sky_exec_module(sky_scratch *s, const char *name, const char *filename, cons
 int sky_getattr(sky_scratch *s, PyObject *obj, const char *name, PyObject **result);
 int sky_encode_obj(sky_scratch *s, PyObject *obj);
 void sky_decref(PyObject *o);
+
+// Batches (batch.c): many calls of one function under one GIL hold, with
+// per-case results published as they finish so a watchdog on another thread
+// can see progress, time a case out and take back cases not yet started.
+enum { SKY_SLOT_PENDING = 0, SKY_SLOT_RUNNING = 1, SKY_SLOT_DONE = 2, SKY_SLOT_ABANDONED = 3 };
+
+typedef struct {
+    int state;                 // SKY_SLOT_*, atomic
+    int status;                // SKY_OK or SKY_PYERR once DONE
+    char *data;                // malloc'd encoded result or error
+    size_t len;
+    char *logs;                // malloc'd captured output, or NULL
+    size_t logs_len;
+    int logs_truncated;
+    int64_t elapsed_ns;
+} sky_slot;
+
+typedef struct {
+    int64_t current;           // index of the case running, -1 when none (atomic)
+    int64_t started_ns;        // when it started, CLOCK_MONOTONIC (atomic)
+    int64_t budget_ns;         // stop starting new cases after this long (0: no limit)
+    int n;
+    sky_slot slots[];
+} sky_batch;
+
+sky_batch *sky_batch_new(int n);
+void sky_batch_free(sky_batch *b);
+int sky_score_batch(sky_scratch *s, sky_batch *b, PyObject *fn, int nargs, const char *in,
+                    size_t inlen, const size_t *offsets, uint64_t token_base, int capture,
+                    uintptr_t context);
+int sky_slot_claim(sky_batch *b, int i);
+sky_slot *sky_batch_slot(sky_batch *b, int i);
+int sky_slot_state(sky_batch *b, int i);
+int64_t sky_batch_current(sky_batch *b, int64_t *started_ns);
+int64_t sky_now_ns(void);
 
 // Codec (codec.c).
 PyObject *sky_decode(const char **p, const char *end, int depth);

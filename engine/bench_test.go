@@ -91,3 +91,33 @@ var (
 	testingNow   = time.Now
 	testingSince = time.Since
 )
+
+// BenchmarkScoreAllRatio streams b.N cases through ScoreAll (batched) and
+// reports the per-case time next to the Python loop's, in one run.
+func BenchmarkScoreAllRatio(b *testing.B) {
+	e, err := Open(Options{Metric: exactMatch})
+	require.NoError(b, err)
+	defer e.Close()
+	cases := func(yield func(Case) bool) {
+		for i := 0; i < b.N; i++ {
+			if !yield(benchCase) {
+				return
+			}
+		}
+	}
+	b.ResetTimer()
+	start := testingNow()
+	n := 0
+	for _, r := range e.ScoreAll(ctx, cases, 0) {
+		if r.Err != nil {
+			b.Fatal(r.Err)
+		}
+		n++
+	}
+	engineNS := float64(testingSince(start).Nanoseconds()) / float64(b.N)
+	require.Equal(b, b.N, n)
+	py := pythonLoopNS(b, e, b.N)
+	b.ReportMetric(engineNS, "engine-ns/case")
+	b.ReportMetric(py, "python-ns/case")
+	b.ReportMetric(engineNS/py, "ratio")
+}

@@ -21,7 +21,14 @@ type Case struct {
 	Expected any
 	// Observation is what the caller measured for this case.
 	Observation Observation
+
+	invalid error // set by InvalidCase
 }
+
+// InvalidCase stands for an input that could not be read as a case (a bad
+// line of a case file), so that it still gets its one Result: an input error
+// whose message is err's.
+func InvalidCase(id string, err error) Case { return Case{ID: id, invalid: err} }
 
 // Observation is what was measured for a case; nil fields were not
 // measured. skynet.observation(), skynet.service_cost() and skynet.reward()

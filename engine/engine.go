@@ -26,7 +26,6 @@ import (
 
 	"github.com/skynetml/skynet/cpython"
 	"github.com/skynetml/skynet/reward"
-	"github.com/skynetml/skynet/skynetmod"
 )
 
 // Limits of the metric contract.
@@ -68,9 +67,11 @@ type Engine struct {
 	spec       *reward.Spec
 	loadChecks []Check
 
-	jobs    chan job
+	jobs    chan *scoreJob
 	quit    chan struct{}
 	workers sync.WaitGroup
+	poolMu  sync.Mutex
+	pool    []*worker // live workers, for the watchdog
 	closing sync.Once
 	closed  atomic.Bool
 
@@ -117,7 +118,7 @@ func Open(opts Options) (*Engine, error) {
 		timeout:   timeout,
 		samples:   orDefault(opts.Samples, DefaultSamples),
 		logsLimit: orDefault(opts.LogsLimit, DefaultLogs),
-		jobs:      make(chan job),
+		jobs:      make(chan *scoreJob, 1024),
 		quit:      make(chan struct{}),
 	}
 	base := unsafeName.ReplaceAllString(filepath.Base(path[:len(path)-len(filepath.Ext(path))]), "_")
@@ -151,6 +152,7 @@ func Open(opts Options) (*Engine, error) {
 			return nil, err
 		}
 	}
+	go e.watchdog()
 	return e, nil
 }
 
@@ -298,55 +300,3 @@ func (e *Engine) Close() error {
 	return nil
 }
 
-// A job runs on a worker goroutine.
-type job interface {
-	run(w *worker)
-}
-
-// worker is a goroutine that makes calls into Python with its own Caller.
-// Workers are not pinned to OS threads: each call takes and releases the
-// GIL within one cgo crossing (see package cpython).
-type worker struct {
-	caller  *cpython.Caller
-	slot    *skynetmod.Slot // the current case, for the skynet module
-	retired atomic.Bool     // replaced after a stuck call; exits when that call ends
-}
-
-func (e *Engine) startWorker() error {
-	c, err := cpython.NewCaller(e.logsLimit)
-	if err != nil {
-		return fmt.Errorf("engine: %w", err)
-	}
-	e.workers.Add(1)
-	go e.workerLoop(&worker{caller: c, slot: skynetmod.NewSlot()})
-	return nil
-}
-
-func (e *Engine) workerLoop(w *worker) {
-	defer e.workers.Done()
-	defer w.caller.Close()
-	defer w.slot.Close()
-	for {
-		select {
-		case j := <-e.jobs:
-			e.runJob(w, j)
-			if w.retired.Load() {
-				return
-			}
-		case <-e.quit:
-			return
-		}
-	}
-}
-
-// runJob keeps a Go panic in a job from taking the worker down.
-func (e *Engine) runJob(w *worker, j job) {
-	defer func() {
-		if r := recover(); r != nil {
-			if sj, ok := j.(*scoreJob); ok {
-				sj.finish(outcome{panicked: fmt.Sprint(r)})
-			}
-		}
-	}()
-	j.run(w)
-}

@@ -3,64 +3,10 @@ package engine
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
-	"time"
+	"iter"
 
 	"github.com/skynetml/skynet/cpython"
 )
-
-// interruptGrace is how long a timed-out call gets to unwind after the
-// interrupt before its worker is given up on and replaced.
-const interruptGrace = 500 * time.Millisecond
-
-// Job states.
-const (
-	jobQueued int32 = iota
-	jobRunning
-	jobAbandoned // cancelled before it started: the worker skips it
-)
-
-// scoreJob is one score call in flight.
-type scoreJob struct {
-	engine  *Engine
-	args    []byte
-	obs     *Observation
-	token   uint64
-	state   atomic.Int32
-	started chan *worker // receives the worker that runs it
-	done    chan outcome // buffered: a late outcome is dropped, never blocks a worker
-}
-
-// outcome is what a worker hands back for a score call.
-type outcome struct {
-	value    any
-	err      error
-	logs     string
-	cut      bool
-	elapsed  time.Duration
-	panicked string
-}
-
-func (j *scoreJob) finish(o outcome) {
-	select {
-	case j.done <- o:
-	default:
-	}
-}
-
-func (j *scoreJob) run(w *worker) {
-	if !j.state.CompareAndSwap(jobQueued, jobRunning) {
-		return
-	}
-	j.started <- w
-	start := time.Now()
-	w.slot.Set(j.obs)
-	v, err := w.caller.Call(j.engine.score, j.args, j.engine.nargs, j.token, true, w.slot.Handle())
-	w.slot.Set(nil)
-	o := outcome{value: v, err: err, elapsed: time.Since(start)}
-	o.logs, o.cut = w.caller.Logs()
-	j.finish(o)
-}
 
 // encodeCase builds the argument buffer for score, checking the shapes the
 // contract promises the metric: input a dict, expected a dict or None.
@@ -112,64 +58,103 @@ func tagName(t byte) string {
 // from when a worker starts the call; waiting for a free worker is bounded
 // only by ctx.
 func (e *Engine) Score(ctx context.Context, c Case) Result {
+	j, r, ok := e.submit(ctx, c)
+	if !ok {
+		return r
+	}
+	return e.wait(ctx, c, j)
+}
+
+// submit encodes and queues a case; without ok, r is its result already.
+func (e *Engine) submit(ctx context.Context, c Case) (*scoreJob, Result, bool) {
+	if c.invalid != nil {
+		return nil, failed(c.ID, KindInput, c.invalid.Error()), false
+	}
 	if e.closed.Load() {
-		return failed(c.ID, KindCanceled, "engine is closed")
+		return nil, failed(c.ID, KindCanceled, "engine is closed"), false
 	}
 	args, err := e.encodeCase(c)
 	if err != nil {
-		return failed(c.ID, KindInput, fmt.Sprintf("%s: %v", caseName(c.ID), err))
+		return nil, failed(c.ID, KindInput, fmt.Sprintf("%s: %v", caseName(c.ID), err)), false
 	}
 	obs := c.Observation
-	j := &scoreJob{engine: e, args: args, obs: &obs, token: cpython.NewToken(),
-		started: make(chan *worker, 1), done: make(chan outcome, 1)}
+	j := newJob(args, &obs)
 	select {
 	case e.jobs <- j:
+		return j, Result{}, true
 	case <-ctx.Done():
-		return failed(c.ID, KindCanceled, fmt.Sprintf("%s: %v before score was called", caseName(c.ID), ctx.Err()))
+		return nil, failed(c.ID, KindCanceled, fmt.Sprintf("%s: %v before score was called", caseName(c.ID), ctx.Err())), false
 	case <-e.quit:
-		return failed(c.ID, KindCanceled, "engine is closed")
+		return nil, failed(c.ID, KindCanceled, "engine is closed"), false
 	}
-	var w *worker
+}
+
+// wait returns the job's result; a cancelled ctx or a closing engine ends the
+// wait at once with a canceled result.
+func (e *Engine) wait(ctx context.Context, c Case, j *scoreJob) Result {
 	select {
-	case w = <-j.started:
-	case o := <-j.done: // a panic before start
+	case o := <-j.done:
 		return e.result(c, o)
 	case <-ctx.Done():
-		if j.state.CompareAndSwap(jobQueued, jobAbandoned) {
-			return failed(c.ID, KindCanceled, fmt.Sprintf("%s: %v before score was called", caseName(c.ID), ctx.Err()))
+		e.cancel(j, outcome{kind: KindCanceled, why: fmt.Sprintf("score cancelled: %v", ctx.Err())})
+	case <-e.quit:
+		e.cancel(j, outcome{kind: KindCanceled, why: "engine is closed"})
+	}
+	return e.result(c, <-j.done)
+}
+
+// ScoreAll scores a stream of cases with up to window cases in flight
+// (0: a default that keeps every worker's batches full) and yields each
+// result with its case's index, in input order. Stopping the iteration early
+// cancels the cases still in flight.
+func (e *Engine) ScoreAll(ctx context.Context, cases iter.Seq[Case], window int) iter.Seq2[int, Result] {
+	if window <= 0 {
+		window = 4 * maxBatch * max(1, len(e.pool))
+	}
+	return func(yield func(int, Result) bool) {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		type pending struct {
+			c Case
+			j *scoreJob
+			r Result
 		}
-		w = <-j.started
-	}
-	timer := time.NewTimer(e.timeout)
-	defer timer.Stop()
-	var kind ErrorKind
-	var why string
-	select {
-	case o := <-j.done:
-		return e.result(c, o)
-	case <-timer.C:
-		kind, why = KindTimeout, fmt.Sprintf("score timed out after %s", e.timeout)
-	case <-ctx.Done():
-		kind, why = KindCanceled, fmt.Sprintf("score cancelled: %v", ctx.Err())
-	}
-	// Interrupt may wait for the GIL behind C code that never releases it,
-	// so it runs on its own goroutine.
-	go cpython.Interrupt(j.token)
-	r := failed(c.ID, kind, fmt.Sprintf("%s: %s", caseName(c.ID), why))
-	r.Duration = e.timeout
-	select {
-	case o := <-j.done:
-		r.Logs = logsOf(o)
-	case <-time.After(interruptGrace):
-		// Blocked outside Python bytecode (sleep, socket, C code): give up on
-		// this worker so capacity holds; it exits once its call returns.
-		if !w.retired.Swap(true) && !e.closed.Load() {
-			if err := e.startWorker(); err != nil {
-				r.Err.Message += fmt.Sprintf(" (and no replacement worker could start: %v)", err)
+		order := make(chan pending, window)
+		go func() {
+			defer close(order)
+			for c := range cases {
+				j, r, ok := e.submit(ctx, c)
+				if !ok {
+					j = nil
+				}
+				select {
+				case order <- pending{c: c, j: j, r: r}:
+				case <-ctx.Done():
+					if j != nil {
+						e.cancel(j, outcome{kind: KindCanceled, why: "stopped"})
+					}
+					return
+				}
 			}
+		}()
+		i := 0
+		for p := range order {
+			r := p.r
+			if p.j != nil {
+				r = e.wait(ctx, p.c, p.j)
+			}
+			if !yield(i, r) {
+				cancel()
+				for p := range order { // stop what is still queued
+					if p.j != nil {
+						e.cancel(p.j, outcome{kind: KindCanceled, why: "stopped"})
+					}
+				}
+				return
+			}
+			i++
 		}
 	}
-	return r
 }
 
 func logsOf(o outcome) string {
@@ -179,10 +164,12 @@ func logsOf(o outcome) string {
 	return o.logs
 }
 
-// result turns a worker's outcome into a Result.
+// result turns a job's outcome into a Result.
 func (e *Engine) result(c Case, o outcome) Result {
-	if o.panicked != "" {
-		return failed(c.ID, KindException, fmt.Sprintf("%s: internal error: %s", caseName(c.ID), o.panicked))
+	if o.kind != "" {
+		r := failed(c.ID, o.kind, fmt.Sprintf("%s: %s", caseName(c.ID), o.why))
+		r.Duration = o.elapsed
+		return r
 	}
 	r := Result{ID: c.ID, Logs: logsOf(o), Duration: o.elapsed}
 	if o.err != nil {

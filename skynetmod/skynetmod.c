@@ -13,7 +13,7 @@ static PyObject *sk_observation(PyObject *self, PyObject *unused) {
     sky_thread *t = sky_current_thread();
     sky_observation o;
     memset(&o, 0, sizeof o);
-    if (!t || !t->context || !skynetObservation(t->context, &o)) {
+    if (!t || !t->context || !skynetObservation(t->context, t->case_index, &o)) {
         PyErr_Format(PyExc_RuntimeError, "skynet.observation() %s", no_case);
         return NULL;
     }
@@ -43,7 +43,7 @@ static PyObject *sk_service_cost(PyObject *self, PyObject *unused) {
     sky_thread *t = sky_current_thread();
     sky_observation o;
     memset(&o, 0, sizeof o);
-    if (!t || !t->context || !skynetObservation(t->context, &o)) {
+    if (!t || !t->context || !skynetObservation(t->context, t->case_index, &o)) {
         PyErr_Format(PyExc_RuntimeError, "skynet.service_cost() %s", no_case);
         return NULL;
     }
@@ -82,7 +82,7 @@ static PyObject *sk_reward(PyObject *self, PyObject *args, PyObject *kwargs) {
     }
     sky_reward_out out;
     memset(&out, 0, sizeof out);
-    skynetReward(t->context, specbuf.data, specbuf.len, accuracy, (char *)fbs, (size_t)fblen, &out);
+    skynetReward(t->context, t->case_index, specbuf.data, specbuf.len, accuracy, (char *)fbs, (size_t)fblen, &out);
     sky_buf_free(&specbuf);
     if (out.error) {
         PyErr_SetString(PyExc_ValueError, out.error);

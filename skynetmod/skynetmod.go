@@ -38,12 +38,13 @@ type Observation struct {
 	OutputTokens *int64   `json:"output_tokens,omitempty"`
 }
 
-// Slot carries the current case's context into the module's functions. A
-// worker owns one and sets it before each call; Handle is passed as the
-// call's context (cpython.Caller.Call), so the C side finds it per thread.
+// Slot carries the current cases' context into the module's functions. A
+// worker owns one and sets the observations of a batch before scoring it;
+// Handle is passed as the calls' context (cpython.Caller.ScoreBatch), and the
+// C side adds the index of the case running, so each finds its own.
 type Slot struct {
 	handle cgo.Handle
-	cur    atomic.Pointer[Observation]
+	cur    atomic.Pointer[[]*Observation]
 }
 
 // NewSlot returns a Slot; Close it when the worker ends.
@@ -53,8 +54,23 @@ func NewSlot() *Slot {
 	return s
 }
 
-// Set makes obs the observation of the next call made with this slot.
-func (s *Slot) Set(obs *Observation) { s.cur.Store(obs) }
+// Set makes obs[i] the observation of case i of the next calls made with this
+// slot; nil clears it.
+func (s *Slot) Set(obs []*Observation) {
+	if obs == nil {
+		s.cur.Store(nil)
+		return
+	}
+	s.cur.Store(&obs)
+}
+
+func (s *Slot) observation(i C.int64_t) *Observation {
+	p := s.cur.Load()
+	if p == nil || i < 0 || int(i) >= len(*p) {
+		return nil
+	}
+	return (*p)[i]
+}
 
 // Handle is the value to pass as a call's context.
 func (s *Slot) Handle() uintptr { return uintptr(s.handle) }
@@ -74,7 +90,7 @@ func slotOf(ctx C.uintptr_t) (*Slot, bool) {
 }
 
 //export skynetObservation
-func skynetObservation(ctx C.uintptr_t, out *C.sky_observation) (ok C.int) {
+func skynetObservation(ctx C.uintptr_t, index C.int64_t, out *C.sky_observation) (ok C.int) {
 	defer func() {
 		if recover() != nil {
 			ok = 0
@@ -84,7 +100,7 @@ func skynetObservation(ctx C.uintptr_t, out *C.sky_observation) (ok C.int) {
 	if !found {
 		return 0
 	}
-	o := s.cur.Load()
+	o := s.observation(index)
 	if o == nil {
 		return 0
 	}
@@ -133,7 +149,7 @@ func parseSpec(encoded []byte) (*reward.Spec, error) {
 }
 
 //export skynetReward
-func skynetReward(ctx C.uintptr_t, spec *C.char, specLen C.size_t, accuracy C.double,
+func skynetReward(ctx C.uintptr_t, index C.int64_t, spec *C.char, specLen C.size_t, accuracy C.double,
 	feedback *C.char, feedbackLen C.size_t, out *C.sky_reward_out) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -152,7 +168,7 @@ func skynetReward(ctx C.uintptr_t, spec *C.char, specLen C.size_t, accuracy C.do
 		return
 	}
 	var obs reward.Observation
-	if o := s.cur.Load(); o != nil {
+	if o := s.observation(index); o != nil {
 		obs = reward.Observation{RunMS: o.RunMS, CostUSD: o.CostUSD}
 	}
 	parts, err := parsed.Compute(float64(accuracy), C.GoStringN(feedback, C.int(feedbackLen)), obs)

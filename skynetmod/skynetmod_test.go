@@ -49,7 +49,7 @@ func call(t *testing.T, fn *cpython.Object, obs *Observation) (any, error) {
 	defer c.Close()
 	slot := NewSlot()
 	defer slot.Close()
-	slot.Set(obs)
+	slot.Set([]*Observation{obs})
 	return c.Call(fn, nil, 0, cpython.NewToken(), true, slot.Handle())
 }
 

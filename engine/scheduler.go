@@ -1,0 +1,326 @@
+package engine
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/skynetml/skynet/cpython"
+	"github.com/skynetml/skynet/skynetmod"
+)
+
+// How the scheduler works. Score and ScoreAll encode each case on the
+// caller's goroutine (without the GIL) and queue it. A worker goroutine takes
+// the first queued case and as many more as are waiting, up to a batch size,
+// and scores them in one cgo crossing under one GIL hold (cpython.ScoreBatch).
+// The batch size adapts so a batch holds the GIL for about batchBudget: fast
+// metrics get large batches, slow ones (a model call) one case at a time, so
+// other workers run meanwhile. Workers are not pinned to OS threads. One
+// watchdog goroutine per engine times out the case running in each batch.
+const (
+	maxBatch       = 64
+	batchBudget    = 200 * time.Microsecond
+	watchdogTick   = 5 * time.Millisecond
+	interruptGrace = 500 * time.Millisecond
+)
+
+// Job states: a queued job is taken into a batch or abandoned by its caller.
+const (
+	jobQueued int32 = iota
+	jobBatched
+	jobAbandoned
+)
+
+// scoreJob is one score call in flight.
+type scoreJob struct {
+	args      []byte
+	obs       *Observation
+	state     atomic.Int32
+	delivered atomic.Bool
+	done      chan outcome // buffered: delivery never blocks
+	run       atomic.Pointer[batchRun]
+	index     int // within run
+}
+
+func newJob(args []byte, obs *Observation) *scoreJob {
+	return &scoreJob{args: args, obs: obs, done: make(chan outcome, 1)}
+}
+
+// deliver hands the job its outcome; only the first of the worker, the
+// watchdog and a cancelling caller gets through.
+func (j *scoreJob) deliver(o outcome) bool {
+	if !j.delivered.CompareAndSwap(false, true) {
+		return false
+	}
+	j.done <- o
+	return true
+}
+
+// outcome is what a job ends with: a value or error from Python, or a
+// timeout or cancellation decided on the Go side.
+type outcome struct {
+	value   any
+	err     error
+	logs    string
+	cut     bool
+	elapsed time.Duration
+	kind    ErrorKind // KindTimeout or KindCanceled when decided in Go
+	why     string
+}
+
+// batchRun is a batch being scored by a worker.
+type batchRun struct {
+	b           *cpython.Batch
+	jobs        []*scoreJob
+	tokenBase   uint64
+	interrupted []time.Time // watchdog only
+}
+
+// worker is a goroutine that scores batches with its own Caller.
+type worker struct {
+	caller  *cpython.Caller
+	slot    *skynetmod.Slot // the batch's observations, for the skynet module
+	retired atomic.Bool     // replaced after a stuck call; exits when it returns
+	mu      sync.Mutex      // guards run against the batch being freed
+	run     *batchRun
+	avg     time.Duration // moving average of case time, sizes batches
+}
+
+func (e *Engine) startWorker() error {
+	c, err := cpython.NewCaller(e.logsLimit)
+	if err != nil {
+		return fmt.Errorf("engine: %w", err)
+	}
+	w := &worker{caller: c, slot: skynetmod.NewSlot()}
+	e.poolMu.Lock()
+	e.pool = append(e.pool, w)
+	e.poolMu.Unlock()
+	e.workers.Add(1)
+	go e.workerLoop(w)
+	return nil
+}
+
+func (e *Engine) removeWorker(w *worker) {
+	e.poolMu.Lock()
+	defer e.poolMu.Unlock()
+	for i, x := range e.pool {
+		if x == w {
+			e.pool = append(e.pool[:i], e.pool[i+1:]...)
+			return
+		}
+	}
+}
+
+func (e *Engine) workerLoop(w *worker) {
+	defer e.workers.Done()
+	defer e.removeWorker(w)
+	defer w.caller.Close()
+	defer w.slot.Close()
+	jobs := make([]*scoreJob, 0, maxBatch)
+	for {
+		var first *scoreJob
+		select {
+		case first = <-e.jobs:
+		case <-e.quit:
+			return
+		}
+		jobs = w.take(e, first, jobs[:0])
+		if len(jobs) > 0 {
+			e.runBatch(w, jobs)
+		}
+		if w.retired.Load() {
+			return
+		}
+	}
+}
+
+// batchSize is how many cases fill about batchBudget at the recent pace.
+func (w *worker) batchSize() int {
+	if w.avg <= 0 {
+		return maxBatch
+	}
+	return max(1, min(maxBatch, int(batchBudget/w.avg)))
+}
+
+// take collects first and the jobs already waiting, skipping abandoned ones.
+func (w *worker) take(e *Engine, first *scoreJob, jobs []*scoreJob) []*scoreJob {
+	if first.state.CompareAndSwap(jobQueued, jobBatched) {
+		jobs = append(jobs, first)
+	}
+	for size := w.batchSize(); len(jobs) < size; {
+		select {
+		case j := <-e.jobs:
+			if j.state.CompareAndSwap(jobQueued, jobBatched) {
+				jobs = append(jobs, j)
+			}
+			continue
+		default:
+		}
+		break
+	}
+	return jobs
+}
+
+func (e *Engine) runBatch(w *worker, jobs []*scoreJob) {
+	b, err := cpython.NewBatch(len(jobs))
+	if err != nil {
+		for _, j := range jobs {
+			j.deliver(outcome{err: err})
+		}
+		return
+	}
+	var args []byte
+	offsets := make([]int, len(jobs))
+	obs := make([]*Observation, len(jobs))
+	br := &batchRun{b: b, jobs: jobs, tokenBase: cpython.NewTokens(len(jobs)),
+		interrupted: make([]time.Time, len(jobs))}
+	for i, j := range jobs {
+		offsets[i] = len(args)
+		args = append(args, j.args...)
+		obs[i] = j.obs
+		j.index = i
+		j.run.Store(br)
+	}
+	// A caller that gave up while the batch formed has its case taken back.
+	for i, j := range jobs {
+		if j.delivered.Load() {
+			b.Claim(i)
+		}
+	}
+	w.slot.Set(obs)
+	w.mu.Lock()
+	w.run = br
+	w.mu.Unlock()
+	finished := w.caller.ScoreBatch(b, e.score, e.nargs, args, offsets, br.tokenBase, true, w.slot.Handle(), batchBudget)
+	w.mu.Lock()
+	w.run = nil
+	w.mu.Unlock()
+	w.slot.Set(nil)
+
+	var total time.Duration
+	var leftover []*scoreJob
+	for i, j := range jobs {
+		switch b.State(i) {
+		case cpython.SlotDone:
+			o := slotOutcome(b, i)
+			total += o.elapsed
+			j.deliver(o)
+		case cpython.SlotPending: // the budget ran out before it started
+			if b.Claim(i) {
+				leftover = append(leftover, j)
+			}
+		}
+	}
+	b.Free()
+	if finished > 0 {
+		per := total / time.Duration(finished)
+		if w.avg == 0 {
+			w.avg = per
+		} else {
+			w.avg = (w.avg*3 + per) / 4
+		}
+	}
+	if len(leftover) > 0 {
+		e.requeue(leftover)
+	}
+}
+
+func slotOutcome(b *cpython.Batch, i int) outcome {
+	v, err, logs, cut, elapsed := b.Outcome(i)
+	return outcome{value: v, err: err, logs: logs, cut: cut, elapsed: elapsed}
+}
+
+// requeue puts jobs back in the queue for any worker, without blocking the
+// caller (a worker must never block on the queue it drains).
+func (e *Engine) requeue(jobs []*scoreJob) {
+	for _, j := range jobs {
+		j.run.Store(nil)
+		j.state.Store(jobQueued)
+	}
+	go func() {
+		for _, j := range jobs {
+			select {
+			case e.jobs <- j:
+			case <-e.quit:
+				j.deliver(outcome{kind: KindCanceled, why: "engine is closed"})
+			}
+		}
+	}()
+}
+
+// cancel gives up on a job for its caller: the outcome is delivered now and
+// the work is stopped if it can be (not started: taken back; running: interrupted).
+func (e *Engine) cancel(j *scoreJob, o outcome) {
+	if !j.deliver(o) {
+		return
+	}
+	if j.state.CompareAndSwap(jobQueued, jobAbandoned) {
+		return
+	}
+	if br := j.run.Load(); br != nil && !br.b.Claim(j.index) {
+		go cpython.Interrupt(br.tokenBase + uint64(j.index))
+	}
+}
+
+// watchdog times out the running case of each worker's batch: it delivers the
+// timeout at once, interrupts the call, and if the call does not unwind within
+// interruptGrace (blocked in sleep, I/O or C code) it retires the worker,
+// hands its unstarted cases to others and starts a replacement.
+func (e *Engine) watchdog() {
+	tick := time.NewTicker(watchdogTick)
+	defer tick.Stop()
+	for {
+		select {
+		case <-e.quit:
+			return
+		case <-tick.C:
+		}
+		e.poolMu.Lock()
+		pool := append([]*worker(nil), e.pool...)
+		e.poolMu.Unlock()
+		for _, w := range pool {
+			e.watch(w)
+		}
+	}
+}
+
+func (e *Engine) watch(w *worker) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	br := w.run
+	if br == nil || w.retired.Load() {
+		return
+	}
+	cur, running := br.b.Current()
+	if cur < 0 || running < e.timeout {
+		return
+	}
+	now := time.Now()
+	if br.interrupted[cur].IsZero() {
+		br.interrupted[cur] = now
+		br.jobs[cur].deliver(outcome{kind: KindTimeout, why: fmt.Sprintf("score timed out after %s", e.timeout), elapsed: running})
+		go cpython.Interrupt(br.tokenBase + uint64(cur))
+		return
+	}
+	if now.Sub(br.interrupted[cur]) < interruptGrace {
+		return
+	}
+	// Stuck outside Python bytecode: give up on this worker.
+	w.retired.Store(true)
+	var rest []*scoreJob
+	for i, j := range br.jobs {
+		switch {
+		case i < cur && br.b.State(i) == cpython.SlotDone:
+			j.deliver(slotOutcome(br.b, i))
+		case i > cur && br.b.Claim(i):
+			rest = append(rest, j)
+		}
+	}
+	if len(rest) > 0 {
+		e.requeue(rest)
+	}
+	if !e.closed.Load() {
+		e.startWorker()
+	}
+}
