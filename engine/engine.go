@@ -299,4 +299,3 @@ func (e *Engine) Close() error {
 	})
 	return nil
 }
-
