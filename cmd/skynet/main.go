@@ -3,6 +3,7 @@
 //
 //	skynet check --metric PATH --data CASES.jsonl [--samples 3] [--json]
 //	skynet score --metric PATH --data CASES.jsonl [--out RESULTS.jsonl] [--timeout 60s] [--workers N]
+//	skynet bench --metric PATH [--data CASES.jsonl] [--cases N] [--file CASES.jsonl] [--runs 3] [--json]
 //	skynet stub DIR
 package main
 
@@ -30,6 +31,7 @@ const usage = `skynet runs metric.py scoring functions in an embedded CPython.
 Usage:
   skynet check --metric PATH --data CASES.jsonl [--samples 3] [--json]
   skynet score --metric PATH --data CASES.jsonl [--out RESULTS.jsonl] [--timeout 60s] [--workers N]
+  skynet bench --metric PATH [--data CASES.jsonl] [--cases N] [--file CASES.jsonl] [--runs 3] [--json]
   skynet stub DIR    write skynet.pyi (type stub of the skynet module) into DIR
 
 Run "skynet COMMAND -h" for a command's flags.
@@ -49,6 +51,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runCheck(args[1:], stdout, stderr)
 	case "score":
 		return runScore(args[1:], stdout, stderr)
+	case "bench":
+		return runBench(args[1:], stdout, stderr)
 	case "stub":
 		return runStub(args[1:], stdout, stderr)
 	case "-h", "--help", "help":

@@ -1,0 +1,501 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/skynetml/skynet/cpython"
+	"github.com/skynetml/skynet/engine"
+)
+
+//go:embed baseline/worker.py
+var workerScript string
+
+//go:embed baseline/script.py
+var plainScript string
+
+// benchReport is what `skynet bench --json` prints. Times are medians over
+// --runs runs, each path measured side by side in every run.
+type benchReport struct {
+	Cases     int                `json:"cases"`
+	Runs      int                `json:"runs"`
+	NSPerCase map[string]float64 `json:"ns_per_case"`
+	Ratios    map[string]float64 `json:"ratios"`
+	Bars      map[string]bool    `json:"bars_met"`
+}
+
+// The SPEC §6 bars each ratio is held to.
+var benchBars = []struct {
+	name   string
+	limit  float64
+	atMost bool
+}{
+	{"engine_vs_python_loop", 1.1, true},
+	{"subprocess_lockstep_vs_engine", 100, false},
+	{"subprocess_pipelined_vs_engine", 25, false},
+	{"subprocess_per_case_vs_engine", 10000, false},
+	{"python_script_vs_skynet_score", 1, false},
+}
+
+func runBench(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	metric := fs.String("metric", "", "path of metric.py (one that does not import skynet: the subprocess baselines run plain python3)")
+	data := fs.String("data", "", "case file the cases are drawn from, cycled to --cases (default: cases.jsonl beside the metric)")
+	n := fs.Int("cases", 20000, "cases per path")
+	perProcess := fs.Int("per-process-cases", 20, "cases for the new-process-per-case baseline (it is slow)")
+	file := fs.String("file", "", "also compare `skynet score` on this JSONL file with the plain Python script")
+	runs := fs.Int("runs", 3, "runs; each figure is the median")
+	workers := fs.Int("workers", 1, "engine workers")
+	python := fs.String("python", "", "python3 for the subprocess baselines (default: the embedded CPython's own executable)")
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	if code, ok := parseFlags(fs, args, stderr); !ok {
+		return code
+	}
+	if *metric == "" {
+		fmt.Fprintln(stderr, "skynet bench: --metric is required")
+		return exitUsage
+	}
+	if *data == "" {
+		*data = filepath.Join(filepath.Dir(*metric), "cases.jsonl")
+	}
+	if *n < 1 || *runs < 1 || *perProcess < 1 {
+		fmt.Fprintln(stderr, "skynet bench: --cases, --runs and --per-process-cases must be at least 1")
+		return exitUsage
+	}
+	cases, lines, err := benchCases(*data, *n)
+	if err != nil {
+		fmt.Fprintf(stderr, "skynet bench: %v\n", err)
+		return exitUsage
+	}
+	e, err := engine.Open(engine.Options{Metric: *metric, Workers: *workers})
+	if err != nil {
+		fmt.Fprintf(stderr, "skynet bench: %v\n", err)
+		return exitCheck
+	}
+	defer e.Close()
+	if *python == "" {
+		if *python, err = embeddedPython(); err != nil {
+			fmt.Fprintf(stderr, "skynet bench: %v\n", err)
+			return exitUsage
+		}
+	}
+	tmp, err := os.MkdirTemp("", "skynet-bench-")
+	if err != nil {
+		fmt.Fprintf(stderr, "skynet bench: %v\n", err)
+		return exitUsage
+	}
+	defer os.RemoveAll(tmp)
+	worker := filepath.Join(tmp, "worker.py")
+	script := filepath.Join(tmp, "script.py")
+	os.WriteFile(worker, []byte(workerScript), 0o644)
+	os.WriteFile(script, []byte(plainScript), 0o644)
+
+	b := &bench{e: e, cases: cases, lines: lines, python: *python, metric: *metric, worker: worker}
+	samples := map[string][]float64{}
+	for r := 0; r < *runs; r++ {
+		steps := []struct {
+			name string
+			fn   func() (float64, error)
+		}{
+			{"engine", b.engine},
+			{"python_loop", b.pythonLoop},
+			{"subprocess_lockstep", func() (float64, error) { return b.subprocess(false) }},
+			{"subprocess_pipelined", func() (float64, error) { return b.subprocess(true) }},
+			{"subprocess_per_case", func() (float64, error) { return b.perProcess(*perProcess) }},
+		}
+		if *file != "" {
+			steps = append(steps,
+				struct {
+					name string
+					fn   func() (float64, error)
+				}{"skynet_score_file", func() (float64, error) { return b.cliFile(*file, tmp, *workers) }},
+				struct {
+					name string
+					fn   func() (float64, error)
+				}{"python_script_file", func() (float64, error) { return b.scriptFile(*file, tmp, script) }})
+		}
+		for _, s := range steps {
+			ns, err := s.fn()
+			if err != nil {
+				fmt.Fprintf(stderr, "skynet bench: %s: %v\n", s.name, err)
+				return exitCheck
+			}
+			samples[s.name] = append(samples[s.name], ns)
+		}
+	}
+	rep := benchReport{Cases: *n, Runs: *runs, NSPerCase: map[string]float64{}, Ratios: map[string]float64{}, Bars: map[string]bool{}}
+	for k, v := range samples {
+		rep.NSPerCase[k] = median(v)
+	}
+	ns := rep.NSPerCase
+	rep.Ratios["engine_vs_python_loop"] = ns["engine"] / ns["python_loop"]
+	rep.Ratios["subprocess_lockstep_vs_engine"] = ns["subprocess_lockstep"] / ns["engine"]
+	rep.Ratios["subprocess_pipelined_vs_engine"] = ns["subprocess_pipelined"] / ns["engine"]
+	rep.Ratios["subprocess_per_case_vs_engine"] = ns["subprocess_per_case"] / ns["engine"]
+	if *file != "" {
+		rep.Ratios["python_script_vs_skynet_score"] = ns["python_script_file"] / ns["skynet_score_file"]
+	}
+	for _, bar := range benchBars {
+		if r, ok := rep.Ratios[bar.name]; ok {
+			rep.Bars[bar.name] = (bar.atMost && r <= bar.limit) || (!bar.atMost && r >= bar.limit)
+		}
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		enc.Encode(rep)
+		return exitOK
+	}
+	fmt.Fprintf(stdout, "%d cases per path, median of %d run(s), %d engine worker(s)\n\n", *n, *runs, *workers)
+	names := make([]string, 0, len(ns))
+	for k := range ns {
+		names = append(names, k)
+	}
+	sort.Slice(names, func(i, j int) bool { return ns[names[i]] < ns[names[j]] })
+	for _, k := range names {
+		fmt.Fprintf(stdout, "  %-24s %14s ns/case\n", k, strconv.FormatFloat(ns[k], 'f', 0, 64))
+	}
+	fmt.Fprintln(stdout)
+	for _, bar := range benchBars {
+		r, ok := rep.Ratios[bar.name]
+		if !ok {
+			continue
+		}
+		op, verdict := ">=", "met"
+		if bar.atMost {
+			op = "<="
+		}
+		if !rep.Bars[bar.name] {
+			verdict = "NOT met"
+		}
+		fmt.Fprintf(stdout, "  %-32s %10.2f   (bar %s %g: %s)\n", bar.name, r, op, bar.limit, verdict)
+	}
+	return exitOK
+}
+
+func median(v []float64) float64 {
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// benchCases reads the case file and cycles it to n cases; lines are the
+// same cases as the JSON the subprocess baselines read.
+func benchCases(path string, n int) ([]engine.Case, [][]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	var base []engine.Case
+	var raw [][]byte
+	cr := engine.NewCaseReader(f)
+	for {
+		c, err := cr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %v", path, err)
+		}
+		line, _ := json.Marshal(map[string]any{"input": c.Input, "output": c.Output, "expected": c.Expected})
+		base = append(base, c)
+		raw = append(raw, line)
+	}
+	if len(base) == 0 {
+		return nil, nil, fmt.Errorf("%s: no cases", path)
+	}
+	cases := make([]engine.Case, n)
+	lines := make([][]byte, n)
+	for i := range cases {
+		cases[i] = base[i%len(base)]
+		cases[i].ID = strconv.Itoa(i)
+		lines[i] = raw[i%len(base)]
+	}
+	return cases, lines, nil
+}
+
+// embeddedPython is the python executable of the CPython build the engine
+// embeds, so that every path runs the same interpreter build.
+func embeddedPython() (string, error) {
+	var path string
+	var perr error
+	err := cpython.WithGIL(func(g *cpython.GIL) {
+		mod, err := g.ExecModule("_skynet_bench_python", "<bench>", `
+import os, sys
+def find():
+    v = sys.version_info
+    for name in (f"python{v.major}.{v.minor}", f"python{v.major}"):
+        p = os.path.join(sys.base_prefix, "bin", name)
+        if os.access(p, os.X_OK):
+            return p
+    return ""
+`)
+		if err != nil {
+			perr = err
+			return
+		}
+		defer g.Release(mod)
+		fn, err := g.Attr(mod, "find")
+		if err != nil {
+			perr = err
+			return
+		}
+		defer g.Release(fn)
+		v, err := g.CallValue(fn)
+		path, _ = v.(string)
+		perr = err
+	})
+	if err == nil {
+		err = perr
+	}
+	if err == nil && path == "" {
+		err = errors.New("cannot find the embedded CPython's python executable; pass --python")
+	}
+	return path, err
+}
+
+type bench struct {
+	e      *engine.Engine
+	cases  []engine.Case
+	lines  [][]byte
+	python string
+	metric string
+	worker string
+	scores []float64 // the engine's, to check the baselines against
+}
+
+func (b *bench) engine() (float64, error) {
+	scores := make([]float64, len(b.cases))
+	seq := func(yield func(engine.Case) bool) {
+		for _, c := range b.cases {
+			if !yield(c) {
+				return
+			}
+		}
+	}
+	start := time.Now()
+	for i, r := range b.e.ScoreAll(context.Background(), seq, 0) {
+		if r.Err != nil {
+			return 0, fmt.Errorf("case %d: %v", i, r.Err)
+		}
+		scores[i] = r.Score
+	}
+	ns := float64(time.Since(start).Nanoseconds()) / float64(len(b.cases))
+	b.scores = scores
+	return ns, nil
+}
+
+// pythonLoop times score over prepared objects in the engine's interpreter.
+func (b *bench) pythonLoop() (float64, error) {
+	var ns float64
+	var ferr error
+	payload, _ := json.Marshal(rawLines(b.lines))
+	err := cpython.WithGIL(func(g *cpython.GIL) {
+		mod, err := g.ExecModule("_skynet_bench_loop", "<bench>", `
+import importlib.util, inspect, json, time
+def loop(metric, payload):
+    spec = importlib.util.spec_from_file_location("_skynet_bench_metric", metric)
+    m = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(m)
+    score = m.score
+    two = len(inspect.signature(score).parameters) == 2
+    cases = [json.loads(line) for line in json.loads(payload)]
+    if two:
+        prepared = [(c["input"], c["output"]) for c in cases]
+    else:
+        prepared = [(c["input"], c["output"], c.get("expected")) for c in cases]
+    start = time.perf_counter_ns()
+    for args in prepared:
+        score(*args)
+    return (time.perf_counter_ns() - start) / len(prepared)
+`)
+		if err != nil {
+			ferr = err
+			return
+		}
+		defer g.Release(mod)
+		fn, err := g.Attr(mod, "loop")
+		if err != nil {
+			ferr = err
+			return
+		}
+		defer g.Release(fn)
+		v, err := g.CallValue(fn, b.metric, string(payload))
+		ns, _ = v.(float64)
+		ferr = err
+	})
+	if err == nil {
+		err = ferr
+	}
+	return ns, err
+}
+
+func rawLines(lines [][]byte) []string {
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		out[i] = string(l)
+	}
+	return out
+}
+
+type workerReply struct {
+	Score    float64 `json:"score"`
+	Feedback string  `json:"feedback"`
+}
+
+// check holds a baseline to the engine's scores.
+func (b *bench) check(i int, line []byte) error {
+	var r workerReply
+	if err := json.Unmarshal(line, &r); err != nil {
+		return fmt.Errorf("worker reply %q: %v", line, err)
+	}
+	if b.scores != nil && math.Abs(r.Score-b.scores[i]) > 1e-12 {
+		return fmt.Errorf("case %d: worker scored %v, the engine %v", i, r.Score, b.scores[i])
+	}
+	return nil
+}
+
+// subprocess runs the persistent worker: lockstep (write a case, wait for its
+// reply) or pipelined (write all while reading all).
+func (b *bench) subprocess(pipelined bool) (float64, error) {
+	args := []string{b.worker, b.metric}
+	if pipelined {
+		args = append(args, "--pipelined")
+	}
+	cmd := exec.Command(b.python, args...)
+	cmd.Stderr = os.Stderr
+	stdin, _ := cmd.StdinPipe()
+	stdoutPipe, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		return 0, err
+	}
+	defer cmd.Wait()
+	out := bufio.NewReaderSize(stdoutPipe, 1<<16)
+	// Warm up: the worker has imported the metric once it answers.
+	if _, err := stdin.Write(append(append([]byte(nil), b.lines[0]...), '\n')); err != nil {
+		return 0, err
+	}
+	if _, err := out.ReadBytes('\n'); err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	if pipelined {
+		go func() {
+			w := bufio.NewWriterSize(stdin, 1<<16)
+			for _, l := range b.lines {
+				w.Write(l)
+				w.WriteByte('\n')
+			}
+			w.Flush()
+			stdin.Close()
+		}()
+		for i := range b.lines {
+			line, err := out.ReadBytes('\n')
+			if err != nil {
+				return 0, err
+			}
+			if err := b.check(i, line); err != nil {
+				return 0, err
+			}
+		}
+	} else {
+		for i, l := range b.lines {
+			stdin.Write(append(l, '\n'))
+			line, err := out.ReadBytes('\n')
+			if err != nil {
+				return 0, err
+			}
+			if err := b.check(i, line); err != nil {
+				return 0, err
+			}
+		}
+		stdin.Close()
+	}
+	return float64(time.Since(start).Nanoseconds()) / float64(len(b.lines)), nil
+}
+
+// perProcess starts a new python3 for each case, as a naive runner would.
+func (b *bench) perProcess(n int) (float64, error) {
+	n = min(n, len(b.lines))
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		cmd := exec.Command(b.python, b.worker, b.metric)
+		cmd.Stdin = bytes.NewReader(append(append([]byte(nil), b.lines[i]...), '\n'))
+		out, err := cmd.Output()
+		if err != nil {
+			return 0, err
+		}
+		if err := b.check(i, out); err != nil {
+			return 0, err
+		}
+	}
+	return float64(time.Since(start).Nanoseconds()) / float64(n), nil
+}
+
+// cliFile times `skynet score` on a file, as a new process, end to end.
+func (b *bench) cliFile(file, tmp string, workers int) (float64, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return 0, err
+	}
+	lines, err := countLines(file)
+	if err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	cmd := exec.Command(self, "score", "--metric", b.metric, "--data", file, "--out", filepath.Join(tmp, "skynet.jsonl"),
+		"--workers", strconv.Itoa(workers))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return 0, fmt.Errorf("%v: %s", err, out)
+	}
+	return float64(time.Since(start).Nanoseconds()) / float64(lines), nil
+}
+
+// scriptFile times the plain Python script a user would write, end to end.
+func (b *bench) scriptFile(file, tmp, script string) (float64, error) {
+	lines, err := countLines(file)
+	if err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	cmd := exec.Command(b.python, script, b.metric, file, filepath.Join(tmp, "script.jsonl"))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return 0, fmt.Errorf("%v: %s", err, out)
+	}
+	return float64(time.Since(start).Nanoseconds()) / float64(lines), nil
+}
+
+func countLines(path string) (int, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	n := 0
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<30)
+	for sc.Scan() {
+		if len(sc.Bytes()) > 0 {
+			n++
+		}
+	}
+	return max(n, 1), sc.Err()
+}
