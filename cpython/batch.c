@@ -4,6 +4,7 @@
 #include "host.h"
 #include <string.h>
 #include <time.h>
+#include <math.h>
 
 int sky_decode_args(const char *in, size_t inlen, int nargs, PyObject **args);
 void begin_call(sky_thread *t, sky_scratch *s, uint64_t token, int capture, uintptr_t context,
@@ -60,35 +61,202 @@ static char *copy_out(const char *p, size_t n) {
     return d;
 }
 
-// sky_score_batch runs fn on each pending case: its nargs arguments start at
-// in + offsets[i]. It stops early once budget_ns has passed, leaving the rest
-// PENDING for the caller to hand out again. Returns how many it finished.
+enum { KIND_NONE = 0, KIND_IMMUTABLE = 1, KIND_FLAT_DICT = 2, KIND_UNCACHEABLE = 3 };
+
+sky_argcache *sky_argcache_new(void) { return calloc(1, sizeof(sky_argcache)); }
+
+// sky_argcache_free drops the cached objects; it takes the GIL itself.
+void sky_argcache_free(sky_argcache *c) {
+    if (!c) return;
+    int entered = sky_enter();
+    for (int32_t i = 0; i < c->cap; i++) Py_XDECREF(c->e[i].obj);
+    sky_leave(entered);
+    free(c->e);
+    free(c);
+}
+
+static int immutable_scalar(PyObject *o) {
+    return o == Py_None || PyUnicode_CheckExact(o) || PyLong_CheckExact(o) || PyFloat_CheckExact(o) ||
+           PyBool_Check(o) || PyBytes_CheckExact(o);
+}
+
+static int immutable(PyObject *o, int depth) {
+    if (immutable_scalar(o)) return 1;
+    if (!PyTuple_CheckExact(o) || depth > 8) return 0;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(o); i++)
+        if (!immutable(PyTuple_GET_ITEM(o, i), depth + 1)) return 0; // borrowed
+    return 1;
+}
+
+// The dict version tag changes on every modification. Python 3.14 removed it;
+// there dicts are simply not reused.
+#if PY_VERSION_HEX < 0x030E0000
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+static uint64_t dict_version(PyObject *d) { return ((PyDictObject *)d)->ma_version_tag; }
+#pragma GCC diagnostic pop
+#define SKY_DICT_VERSIONS 1
+#else
+#define SKY_DICT_VERSIONS 0
+static uint64_t dict_version(PyObject *d) { return 0; }
+#endif
+
+static int classify(PyObject *o) {
+    if (immutable(o, 0)) return KIND_IMMUTABLE;
+    if (!SKY_DICT_VERSIONS || !PyDict_CheckExact(o)) return KIND_UNCACHEABLE;
+    Py_ssize_t pos = 0;
+    PyObject *k, *v;
+    while (PyDict_Next(o, &pos, &k, &v)) // borrowed
+        if (!PyUnicode_CheckExact(k) || !immutable(v, 0)) return KIND_UNCACHEABLE;
+    return KIND_FLAT_DICT;
+}
+
+// arg returns a new reference to the value in [p, end), reusing the cached
+// object for id when it is still unchanged.
+static PyObject *arg(sky_argcache *c, int32_t id, const char *p, const char *end) {
+    sky_cache_entry *en = NULL;
+    if (c && id >= 0) {
+        if (id >= c->cap) {
+            int32_t cap = c->cap ? c->cap : 64;
+            while (cap <= id) cap *= 2;
+            sky_cache_entry *e = realloc(c->e, (size_t)cap * sizeof *e);
+            if (e) {
+                memset(e + c->cap, 0, (size_t)(cap - c->cap) * sizeof *e);
+                c->e = e;
+                c->cap = cap;
+            }
+        }
+        if (id < c->cap) en = &c->e[id];
+    }
+    if (en && en->obj) {
+        if (en->kind != KIND_FLAT_DICT || dict_version(en->obj) == en->version) {
+            Py_INCREF(en->obj);
+            return en->obj;
+        }
+        Py_CLEAR(en->obj); // modified by an earlier call: rebuild
+    }
+    const char *q = p;
+    PyObject *o = sky_decode(&q, end, 0); // new ref
+    if (!o) return NULL;
+    if (q != end) {
+        Py_DECREF(o);
+        PyErr_SetString(PyExc_ValueError, "skynet value buffer: trailing bytes");
+        return NULL;
+    }
+    if (en) {
+        if (en->kind == KIND_NONE) en->kind = classify(o);
+        if (en->kind != KIND_UNCACHEABLE) {
+            en->obj = Py_NewRef(o);
+            en->version = en->kind == KIND_FLAT_DICT ? dict_version(o) : 0;
+        }
+    }
+    return o;
+}
+
+// fast_pair writes the common return value, (number, {"feedback": str
+// [, "scores": {str: number}]}), as a compact 'R' record; anything else
+// returns 0 and is encoded in full for Go to validate and report.
+static int fast_pair(sky_buf *out, PyObject *res) {
+    static PyObject *k_feedback, *k_scores;
+    if (!k_feedback) {
+        k_feedback = PyUnicode_InternFromString("feedback"); // kept forever
+        k_scores = PyUnicode_InternFromString("scores");     // kept forever
+        if (!k_feedback || !k_scores) { PyErr_Clear(); return 0; }
+    }
+    PyObject *v, *side;
+    if (PyTuple_CheckExact(res) && PyTuple_GET_SIZE(res) == 2) {
+        v = PyTuple_GET_ITEM(res, 0);    // borrowed
+        side = PyTuple_GET_ITEM(res, 1); // borrowed
+    } else if (PyList_CheckExact(res) && PyList_GET_SIZE(res) == 2) {
+        v = PyList_GET_ITEM(res, 0);
+        side = PyList_GET_ITEM(res, 1);
+    } else {
+        return 0;
+    }
+    double score;
+    if (PyFloat_CheckExact(v)) score = PyFloat_AS_DOUBLE(v);
+    else if (PyLong_CheckExact(v)) {
+        score = PyLong_AsDouble(v);
+        if (score == -1.0 && PyErr_Occurred()) { PyErr_Clear(); return 0; }
+    } else return 0;
+    if (!isfinite(score) || !PyDict_CheckExact(side)) return 0;
+    PyObject *fb = PyDict_GetItemWithError(side, k_feedback); // borrowed
+    if (!fb) { PyErr_Clear(); return 0; }
+    if (!PyUnicode_CheckExact(fb)) return 0;
+    PyObject *scores = PyDict_GetItemWithError(side, k_scores); // borrowed
+    if (!scores && PyErr_Occurred()) { PyErr_Clear(); return 0; }
+    if (PyDict_GET_SIZE(side) != (scores ? 2 : 1)) return 0; // extra keys: full path
+    if (scores && !PyDict_CheckExact(scores)) return 0;
+    Py_ssize_t pos = 0;
+    PyObject *k, *x;
+    while (scores && PyDict_Next(scores, &pos, &k, &x)) { // borrowed
+        if (!PyUnicode_CheckExact(k)) return 0;
+        if (!(PyFloat_CheckExact(x) || PyLong_CheckExact(x))) return 0;
+        if (PyFloat_CheckExact(x) && !isfinite(PyFloat_AS_DOUBLE(x))) return 0;
+    }
+    size_t mark = out->len;
+    unsigned char tag = 'R';
+    uint64_t bits;
+    memcpy(&bits, &score, 8);
+    if (sky_buf_put_raw(out, &tag, 1) < 0 || sky_buf_put_u64(out, bits) < 0) goto fail;
+    Py_ssize_t n;
+    const char *s = PyUnicode_AsUTF8AndSize(fb, &n);
+    if (!s) { PyErr_Clear(); goto fail; } // lone surrogates: the full path escapes them
+    if (sky_buf_put_str(out, s, (size_t)n) < 0) goto fail;
+    if (sky_buf_put_uvarint(out, scores ? (uint64_t)PyDict_GET_SIZE(scores) : 0) < 0) goto fail;
+    pos = 0;
+    while (scores && PyDict_Next(scores, &pos, &k, &x)) {
+        const char *ks = PyUnicode_AsUTF8AndSize(k, &n);
+        if (!ks) { PyErr_Clear(); goto fail; }
+        double d = PyFloat_CheckExact(x) ? PyFloat_AS_DOUBLE(x) : PyLong_AsDouble(x);
+        if ((d == -1.0 && PyErr_Occurred()) || !isfinite(d)) { PyErr_Clear(); goto fail; }
+        memcpy(&bits, &d, 8);
+        if (sky_buf_put_str(out, ks, (size_t)n) < 0 || sky_buf_put_u64(out, bits) < 0) goto fail;
+    }
+    return 1;
+fail:
+    out->len = mark;
+    PyErr_Clear();
+    return 0;
+}
+
+// sky_score_batch runs fn on each pending case. Case i's arguments start at
+// offsets[i*nargs + k] (k = 0..nargs-1), each running to the next offset (the
+// last to inlen); ids[i*nargs + k] names the value in cache (-1: not cached).
+// It stops early once budget_ns has passed, leaving the rest PENDING for the
+// caller to hand out again. Returns how many cases it finished.
 int sky_score_batch(sky_scratch *s, sky_batch *b, PyObject *fn, int nargs, const char *in,
-                    size_t inlen, const size_t *offsets, uint64_t token_base, int capture,
-                    uintptr_t context) {
+                    size_t inlen, const size_t *offsets, const int32_t *ids, sky_argcache *cache,
+                    uint64_t token_base, int capture, uintptr_t context) {
     if (nargs < 0 || nargs > SKY_MAX_ARGS) return 0;
     int entered = sky_enter();
     if (entered < 0) return 0;
     sky_thread *t = sky_current_thread();
-    int64_t begin = sky_now_ns();
+    int64_t begin = sky_now_ns(), now = begin;
     int finished = 0;
+    size_t total = (size_t)b->n * (size_t)nargs;
     for (int i = 0; i < b->n; i++) {
         sky_slot *slot = &b->slots[i];
-        if (b->budget_ns > 0 && finished > 0 && sky_now_ns() - begin > b->budget_ns) break;
+        if (b->budget_ns > 0 && finished > 0 && now - begin > b->budget_ns) break;
         int want = SKY_SLOT_PENDING;
         if (!__atomic_compare_exchange_n(&slot->state, &want, SKY_SLOT_RUNNING, 0, __ATOMIC_ACQ_REL,
                                          __ATOMIC_ACQUIRE))
             continue; // cancelled or taken back
-        int64_t start = sky_now_ns();
+        int64_t start = now;
         __atomic_store_n(&b->started_ns, start, __ATOMIC_RELEASE);
         __atomic_store_n(&b->current, (int64_t)i, __ATOMIC_RELEASE);
 
         PyObject *args[SKY_MAX_ARGS] = {NULL};
         PyObject *res = NULL;
-        int rc = SKY_PYERR;
-        size_t end = i + 1 < b->n ? offsets[i + 1] : inlen;
+        int rc = SKY_PYERR, ok = 1;
         s->out.len = 0;
-        if (sky_decode_args(in + offsets[i], end - offsets[i], nargs, args) == 0) {
+        for (int k = 0; k < nargs && ok; k++) {
+            size_t at = (size_t)i * nargs + k;
+            size_t end = at + 1 < total ? offsets[at + 1] : inlen;
+            args[k] = arg(cache, ids ? ids[at] : -1, in + offsets[at], in + end);
+            ok = args[k] != NULL;
+        }
+        if (ok) {
             sky_scratch *saved_capture;
             uintptr_t saved_context;
             uint64_t saved_running;
@@ -97,14 +265,15 @@ int sky_score_batch(sky_scratch *s, sky_batch *b, PyObject *fn, int nargs, const
             t->case_index = i;
             res = PyObject_Vectorcall(fn, args, (size_t)nargs, NULL); // new ref
             end_call(t, saved_capture, saved_context, saved_running);
-            if (res && sky_encode(&s->out, res, 0) == 0) rc = SKY_OK;
+            if (res && (fast_pair(&s->out, res) || sky_encode(&s->out, res, 0) == 0)) rc = SKY_OK;
         }
         if (rc != SKY_OK) sky_fetch_error(&s->out);
         Py_XDECREF(res);
         for (int k = 0; k < nargs; k++) Py_XDECREF(args[k]);
 
+        now = sky_now_ns();
         slot->status = rc;
-        slot->elapsed_ns = sky_now_ns() - start;
+        slot->elapsed_ns = now - start;
         slot->data = copy_out(s->out.data, s->out.len);
         slot->len = slot->data ? s->out.len : 0;
         if (capture && s->logs.len > 0) {

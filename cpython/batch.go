@@ -8,7 +8,9 @@ import "C"
 
 import (
 	"errors"
+	"math"
 	"runtime"
+	"sync"
 	"time"
 	"unsafe"
 )
@@ -65,47 +67,172 @@ func (b *Batch) Current() (int, time.Duration) {
 	return cur, time.Duration(int64(C.sky_now_ns()) - int64(started))
 }
 
-// Outcome decodes finished case i. Call only when State(i) is SlotDone.
-func (b *Batch) Outcome(i int) (value any, err error, logs string, cut bool, elapsed time.Duration) {
+// SlotView is a finished case's raw outcome. Data and Logs point into C
+// memory that lives until Free: copy what you keep.
+type SlotView struct {
+	State   int
+	OK      bool // Data is an encoded value; otherwise an encoded error
+	Data    []byte
+	Logs    []byte
+	Cut     bool // Logs were cut at the limit
+	Elapsed time.Duration
+}
+
+// Slot views case i. For a batch whose ScoreBatch call has returned, any
+// slot; while it runs, only slots whose State is SlotDone.
+func (b *Batch) Slot(i int) SlotView {
 	s := C.sky_batch_slot(b.b, C.int(i))
-	data := unsafe.Slice((*byte)(unsafe.Pointer(s.data)), int(s.len))
-	if s.status == C.SKY_OK {
-		value, err = Decode(data)
-	} else {
-		err = decodeError(data)
+	return slotView(s)
+}
+
+// Slots views every case of a batch whose ScoreBatch call has returned, with
+// one crossing for the lot.
+func (b *Batch) Slots() []SlotView {
+	first := C.sky_batch_slot(b.b, 0)
+	raw := unsafe.Slice(first, b.n)
+	out := make([]SlotView, b.n)
+	for i := range raw {
+		out[i] = slotView(&raw[i])
+	}
+	return out
+}
+
+func slotView(s *C.sky_slot) SlotView {
+	v := SlotView{State: int(s.state), OK: s.status == C.SKY_OK, Cut: s.logs_truncated != 0,
+		Elapsed: time.Duration(s.elapsed_ns)}
+	if s.len > 0 {
+		v.Data = unsafe.Slice((*byte)(unsafe.Pointer(s.data)), int(s.len))
 	}
 	if s.logs_len > 0 {
-		logs = C.GoStringN(s.logs, C.int(s.logs_len))
+		v.Logs = unsafe.Slice((*byte)(unsafe.Pointer(s.logs)), int(s.logs_len))
 	}
-	return value, err, logs, s.logs_truncated != 0, time.Duration(s.elapsed_ns)
+	return v
+}
+
+// DecodeOutcome turns a slot's Data into the call's value or *Error.
+func DecodeOutcome(ok bool, data []byte) (any, error) {
+	if ok {
+		return Decode(data)
+	}
+	return nil, decodeError(data)
 }
 
 // NewTokens reserves n consecutive call tokens and returns the first.
 func NewTokens(n int) uint64 { return tokens.Add(uint64(n)) - uint64(n) + 1 }
 
-// ScoreBatch calls fn on every pending case of b under one GIL hold: case i's
-// nargs arguments are args[offsets[i]:offsets[i+1]] (the last runs to the
-// end), its token is tokenBase+i, and native callbacks see context with case
-// index i. Once budget has passed it stops starting cases and returns, leaving
-// the rest pending. It returns how many cases it finished.
-func (c *Caller) ScoreBatch(b *Batch, fn *Object, nargs int, args []byte, offsets []int,
+// BatchArgs is the arguments of a batch: every argument value encoded one
+// after another in Buf, Offsets[i*nargs+k] where case i's argument k starts,
+// and IDs naming each value in an ArgCache (-1: not cached).
+type BatchArgs struct {
+	Buf     []byte
+	Offsets []uint64
+	IDs     []int32
+}
+
+// ScoreBatch calls fn on every pending case of b under one GIL hold, with
+// nargs arguments per case from args. Case i's token is tokenBase+i, and
+// native callbacks see context with case index i. Once budget has passed it
+// stops starting cases and returns, leaving the rest pending. It returns how
+// many cases it finished. cache may be nil.
+func (c *Caller) ScoreBatch(b *Batch, fn *Object, nargs int, args *BatchArgs, cache *ArgCache,
 	tokenBase uint64, capture bool, context uintptr, budget time.Duration) int {
-	if len(offsets) != b.n {
-		panic("cpython: ScoreBatch needs one offset per case")
-	}
-	offs := make([]C.size_t, len(offsets))
-	for i, o := range offsets {
-		offs[i] = C.size_t(o)
+	if len(args.Offsets) != b.n*nargs || (args.IDs != nil && len(args.IDs) != len(args.Offsets)) {
+		panic("cpython: ScoreBatch needs one offset and id per argument")
 	}
 	b.b.budget_ns = C.int64_t(budget)
-	p, n := cbytes(args)
+	p, n := cbytes(args.Buf)
 	var op *C.size_t
-	if len(offs) > 0 {
-		op = &offs[0]
+	if len(args.Offsets) > 0 {
+		op = (*C.size_t)(unsafe.Pointer(&args.Offsets[0]))
 	}
-	done := C.sky_score_batch(c.s, b.b, fn.p, C.int(nargs), p, n, op, C.uint64_t(tokenBase),
+	var ip *C.int32_t
+	if len(args.IDs) > 0 {
+		ip = (*C.int32_t)(unsafe.Pointer(&args.IDs[0]))
+	}
+	var cc *C.sky_argcache
+	if cache != nil {
+		cc = cache.c
+	}
+	done := C.sky_score_batch(c.s, b.b, fn.p, C.int(nargs), p, n, op, ip, cc, C.uint64_t(tokenBase),
 		cbool(capture), C.uintptr_t(context))
 	runtime.KeepAlive(args)
-	runtime.KeepAlive(offs)
 	return int(done)
+}
+
+// ArgCache gives repeated argument values ids, so the Python objects built
+// for them are reused across calls (see sky_argcache), and remembers the
+// encoding of repeated JSON texts. Safe for concurrent use.
+type ArgCache struct {
+	c        *C.sky_argcache
+	mu       sync.Mutex
+	ids      map[string]int32     // encoded value -> id
+	json     map[string]jsonMemo // JSON text -> its encoding and id
+	bytes    int
+	maxBytes int
+}
+
+type jsonMemo struct {
+	enc []byte
+	id  int32
+}
+
+// NewArgCache keeps at most maxBytes of values; later ones are not cached.
+func NewArgCache(maxBytes int) (*ArgCache, error) {
+	c := C.sky_argcache_new()
+	if c == nil {
+		return nil, errors.New("cpython: out of memory")
+	}
+	return &ArgCache{c: c, ids: map[string]int32{}, json: map[string]jsonMemo{}, maxBytes: maxBytes}, nil
+}
+
+// ID returns the id of an encoded value, or -1 when the cache is full.
+func (a *ArgCache) ID(value []byte) int32 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.idLocked(value)
+}
+
+func (a *ArgCache) idLocked(value []byte) int32 {
+	if id, ok := a.ids[string(value)]; ok {
+		return id
+	}
+	if a.bytes+len(value) > a.maxBytes || len(a.ids) >= math.MaxInt32 {
+		return -1
+	}
+	id := int32(len(a.ids))
+	a.ids[string(value)] = id
+	a.bytes += len(value)
+	return id
+}
+
+// JSON returns the encoding of a JSON text (shared: do not modify it) and
+// its id, transcoding each distinct text once.
+func (a *ArgCache) JSON(text []byte) ([]byte, int32, error) {
+	a.mu.Lock()
+	if m, ok := a.json[string(text)]; ok {
+		a.mu.Unlock()
+		return m.enc, m.id, nil
+	}
+	a.mu.Unlock()
+	enc, err := AppendJSON(nil, text)
+	if err != nil {
+		return nil, -1, err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	id := a.idLocked(enc)
+	if id >= 0 && a.bytes+len(text) <= a.maxBytes {
+		a.json[string(text)] = jsonMemo{enc: enc, id: id}
+		a.bytes += len(text)
+	}
+	return enc, id, nil
+}
+
+// Close drops the cached objects (taking the GIL). Idempotent; not while a
+// ScoreBatch uses the cache.
+func (a *ArgCache) Close() {
+	if a.c != nil {
+		C.sky_argcache_free(a.c)
+		a.c = nil
+	}
 }

@@ -41,6 +41,10 @@ static int buf_u64(sky_buf *b, uint64_t v) {
     return buf_put(b, tmp, 8);
 }
 
+int sky_buf_put_raw(sky_buf *b, const void *p, size_t n) { return buf_put(b, p, n); }
+int sky_buf_put_u64(sky_buf *b, uint64_t v) { return buf_u64(b, v); }
+int sky_buf_put_uvarint(sky_buf *b, uint64_t v) { return buf_uvarint(b, v); }
+
 // sky_buf_put_str writes an untagged string (length + bytes), cutting very long
 // ones at a UTF-8 boundary and appending a marker so the cut is visible.
 int sky_buf_put_str(sky_buf *b, const char *s, size_t n) {

@@ -27,6 +27,8 @@ import (
 //	'l' list, 't' tuple   varint count + that many values
 //	'd' dict   varint count + that many key, value pairs, in insertion order
 //	'o' other  (Python to Go only) type name and repr, each varint length + UTF-8
+//	'R' score pair (Python to Go only): float64 score, feedback str, varint
+//	    count + that many (name str, float64) named scores; see ScorePair
 //
 // Go encodes (Encoder) and C decodes (codec.c) the arguments of a call; C
 // encodes and Go decodes (Decode) its result.
@@ -55,6 +57,15 @@ func (d *Dict) Get(key string) (any, bool) {
 type Foreign struct {
 	Type string
 	Repr string
+}
+
+// ScorePair is a score function's return value in its common shape,
+// (number, {"feedback": str[, "scores": {str: number}]}) with every number
+// finite, recognised and packed by C so the hot path skips a generic decode.
+type ScorePair struct {
+	Score    float64
+	Feedback string
+	Scores   map[string]float64 // nil when the side info has no "scores"
 }
 
 // PythonType returns the Python type name, for messages.
@@ -449,6 +460,8 @@ func (d *decoder) value(depth int) (any, error) {
 			}
 		}
 		return dict, nil
+	case 'R':
+		return d.scorePair()
 	case 'o':
 		t, err := d.str()
 		if err != nil {
@@ -458,6 +471,36 @@ func (d *decoder) value(depth int) (any, error) {
 		return Foreign{Type: t, Repr: r}, err
 	}
 	return nil, fmt.Errorf("value buffer: unknown tag %q", tag)
+}
+
+func (d *decoder) scorePair() (any, error) {
+	bits, err := d.u64()
+	if err != nil {
+		return nil, err
+	}
+	p := &ScorePair{Score: math.Float64frombits(bits)}
+	if p.Feedback, err = d.str(); err != nil {
+		return nil, err
+	}
+	n, err := d.uvarint()
+	if err != nil {
+		return nil, err
+	}
+	if n > 0 {
+		p.Scores = make(map[string]float64, n)
+		for i := 0; i < n; i++ {
+			name, err := d.str()
+			if err != nil {
+				return nil, err
+			}
+			v, err := d.u64()
+			if err != nil {
+				return nil, err
+			}
+			p.Scores[name] = math.Float64frombits(v)
+		}
+	}
+	return p, nil
 }
 
 func truncate(s string, n int) string {

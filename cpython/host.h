@@ -93,11 +93,29 @@ typedef struct {
     sky_slot slots[];
 } sky_batch;
 
+// sky_argcache keeps Python objects for argument values that repeat across
+// calls (an optimizer scores many candidates on one dataset), indexed by ids
+// the Go side assigns. Only values a call cannot change are reused: immutable
+// ones, and flat dicts whose version tag shows they were not modified.
+typedef struct {
+    PyObject *obj;
+    uint64_t version;
+    int kind;
+} sky_cache_entry;
+
+typedef struct {
+    sky_cache_entry *e;
+    int32_t cap;
+} sky_argcache;
+
+sky_argcache *sky_argcache_new(void);
+void sky_argcache_free(sky_argcache *c);
+
 sky_batch *sky_batch_new(int n);
 void sky_batch_free(sky_batch *b);
 int sky_score_batch(sky_scratch *s, sky_batch *b, PyObject *fn, int nargs, const char *in,
-                    size_t inlen, const size_t *offsets, uint64_t token_base, int capture,
-                    uintptr_t context);
+                    size_t inlen, const size_t *offsets, const int32_t *ids, sky_argcache *cache,
+                    uint64_t token_base, int capture, uintptr_t context);
 int sky_slot_claim(sky_batch *b, int i);
 sky_slot *sky_batch_slot(sky_batch *b, int i);
 int sky_slot_state(sky_batch *b, int i);
@@ -108,6 +126,9 @@ int64_t sky_now_ns(void);
 PyObject *sky_decode(const char **p, const char *end, int depth);
 int sky_encode(sky_buf *b, PyObject *o, int depth);
 int sky_buf_put_str(sky_buf *b, const char *s, size_t n);
+int sky_buf_put_raw(sky_buf *b, const void *p, size_t n);
+int sky_buf_put_u64(sky_buf *b, uint64_t v);
+int sky_buf_put_uvarint(sky_buf *b, uint64_t v);
 void sky_fetch_error(sky_buf *out);
 
 #endif

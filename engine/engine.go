@@ -34,6 +34,10 @@ const (
 	MaxTimeout     = 600 * time.Second
 	DefaultSamples = 3
 	DefaultLogs    = 64 << 10
+
+	// argCacheBytes bounds the encoded size of argument values whose Python
+	// objects are kept for reuse.
+	argCacheBytes = 64 << 20
 )
 
 // Options configures an Engine. The zero value of each field means its default.
@@ -67,13 +71,15 @@ type Engine struct {
 	spec       *reward.Spec
 	loadChecks []Check
 
-	jobs    chan *scoreJob
+	jobs    chan []*scoreJob
 	quit    chan struct{}
 	workers sync.WaitGroup
 	poolMu  sync.Mutex
 	pool    []*worker // live workers, for the watchdog
 	closing sync.Once
 	closed  atomic.Bool
+
+	cache *cpython.ArgCache // Python objects of repeated argument values
 
 	// Owned by Python; touched only on a worker holding the GIL.
 	loader *cpython.Object
@@ -118,7 +124,7 @@ func Open(opts Options) (*Engine, error) {
 		timeout:   timeout,
 		samples:   orDefault(opts.Samples, DefaultSamples),
 		logsLimit: orDefault(opts.LogsLimit, DefaultLogs),
-		jobs:      make(chan *scoreJob, 1024),
+		jobs:      make(chan []*scoreJob, 256),
 		quit:      make(chan struct{}),
 	}
 	base := unsafeName.ReplaceAllString(filepath.Base(path[:len(path)-len(filepath.Ext(path))]), "_")
@@ -145,6 +151,10 @@ func Open(opts Options) (*Engine, error) {
 	if loadErr != nil {
 		e.Close()
 		return nil, loadErr
+	}
+	if e.cache, err = cpython.NewArgCache(argCacheBytes); err != nil {
+		e.Close()
+		return nil, fmt.Errorf("engine: %w", err)
 	}
 	for i := 0; i < orDefault(opts.Workers, 1); i++ {
 		if err := e.startWorker(); err != nil {
@@ -283,6 +293,9 @@ func (e *Engine) Close() error {
 			e.workers.Wait()
 			// Taking the GIL waits behind C code that never releases it; the
 			// select below bounds how long Close waits for that.
+			if e.cache != nil {
+				e.cache.Close()
+			}
 			cpython.WithGIL(func(g *cpython.GIL) {
 				g.Release(e.score)
 				if e.mod != nil {

@@ -32,19 +32,36 @@ const (
 	jobAbandoned
 )
 
-// scoreJob is one score call in flight.
+// scoreJob is one case in flight. Jobs travel in groups: Score makes a group
+// of one, ScoreAll groups of up to maxBatch, so the scheduler's per-case cost
+// is a few atomic operations rather than a channel hand-off per case.
 type scoreJob struct {
-	args      []byte
-	obs       *Observation
+	g         *group
+	id        string
+	args      [3][]byte // encoded arguments (may be shared: read only)
+	ids       [3]int32  // each argument's ArgCache id
+	obs       Observation
 	state     atomic.Int32
 	delivered atomic.Bool
-	done      chan outcome // buffered: delivery never blocks
+	out       outcome
 	run       atomic.Pointer[batchRun]
 	index     int // within run
 }
 
-func newJob(args []byte, obs *Observation) *scoreJob {
-	return &scoreJob{args: args, obs: obs, done: make(chan outcome, 1)}
+// group is a set of jobs whose caller waits for all of them at once.
+type group struct {
+	jobs      []scoreJob
+	remaining atomic.Int32
+	done      chan struct{} // closed once every job has its outcome
+}
+
+func newGroup(n int) *group {
+	g := &group{jobs: make([]scoreJob, n), done: make(chan struct{})}
+	g.remaining.Store(int32(n))
+	for i := range g.jobs {
+		g.jobs[i].g = g
+	}
+	return g
 }
 
 // deliver hands the job its outcome; only the first of the worker, the
@@ -53,20 +70,25 @@ func (j *scoreJob) deliver(o outcome) bool {
 	if !j.delivered.CompareAndSwap(false, true) {
 		return false
 	}
-	j.done <- o
+	j.out = o
+	if j.g.remaining.Add(-1) == 0 {
+		close(j.g.done)
+	}
 	return true
 }
 
 // outcome is what a job ends with: a value or error from Python, or a
-// timeout or cancellation decided on the Go side.
+// timeout, cancellation or input error decided on the Go side.
 type outcome struct {
-	value   any
+	ok      bool   // raw is an encoded value, else an encoded Python error
+	raw     []byte // undecoded: the waiting caller decodes, off the worker's path
 	err     error
 	logs    string
 	cut     bool
 	elapsed time.Duration
-	kind    ErrorKind // KindTimeout or KindCanceled when decided in Go
+	kind    ErrorKind // set when decided in Go
 	why     string
+	final   *Result // a result decided before the case was queued
 }
 
 // batchRun is a batch being scored by a worker.
@@ -119,7 +141,7 @@ func (e *Engine) workerLoop(w *worker) {
 	defer w.slot.Close()
 	jobs := make([]*scoreJob, 0, maxBatch)
 	for {
-		var first *scoreJob
+		var first []*scoreJob
 		select {
 		case first = <-e.jobs:
 		case <-e.quit:
@@ -143,23 +165,29 @@ func (w *worker) batchSize() int {
 	return max(1, min(maxBatch, int(batchBudget/w.avg)))
 }
 
-// take collects first and the jobs already waiting, skipping abandoned ones.
-func (w *worker) take(e *Engine, first *scoreJob, jobs []*scoreJob) []*scoreJob {
-	if first.state.CompareAndSwap(jobQueued, jobBatched) {
-		jobs = append(jobs, first)
-	}
-	for size := w.batchSize(); len(jobs) < size; {
-		select {
-		case j := <-e.jobs:
+// take collects the waiting jobs, parcel by parcel, up to the batch size,
+// skipping abandoned ones; what does not fit goes back in the queue.
+func (w *worker) take(e *Engine, parcel []*scoreJob, jobs []*scoreJob) []*scoreJob {
+	size := w.batchSize()
+	for {
+		for i, j := range parcel {
+			if len(jobs) == size {
+				e.requeue(parcel[i:])
+				return jobs
+			}
 			if j.state.CompareAndSwap(jobQueued, jobBatched) {
 				jobs = append(jobs, j)
 			}
-			continue
-		default:
 		}
-		break
+		if len(jobs) == size {
+			return jobs
+		}
+		select {
+		case parcel = <-e.jobs:
+		default:
+			return jobs
+		}
 	}
-	return jobs
 }
 
 func (e *Engine) runBatch(w *worker, jobs []*scoreJob) {
@@ -170,15 +198,18 @@ func (e *Engine) runBatch(w *worker, jobs []*scoreJob) {
 		}
 		return
 	}
-	var args []byte
-	offsets := make([]int, len(jobs))
+	nargs := e.nargs
+	args := cpython.BatchArgs{Offsets: make([]uint64, 0, len(jobs)*nargs), IDs: make([]int32, 0, len(jobs)*nargs)}
 	obs := make([]*Observation, len(jobs))
 	br := &batchRun{b: b, jobs: jobs, tokenBase: cpython.NewTokens(len(jobs)),
 		interrupted: make([]time.Time, len(jobs))}
 	for i, j := range jobs {
-		offsets[i] = len(args)
-		args = append(args, j.args...)
-		obs[i] = j.obs
+		for k := 0; k < nargs; k++ {
+			args.Offsets = append(args.Offsets, uint64(len(args.Buf)))
+			args.IDs = append(args.IDs, j.ids[k])
+			args.Buf = append(args.Buf, j.args[k]...)
+		}
+		obs[i] = &j.obs
 		j.index = i
 		j.run.Store(br)
 	}
@@ -192,7 +223,7 @@ func (e *Engine) runBatch(w *worker, jobs []*scoreJob) {
 	w.mu.Lock()
 	w.run = br
 	w.mu.Unlock()
-	finished := w.caller.ScoreBatch(b, e.score, e.nargs, args, offsets, br.tokenBase, true, w.slot.Handle(), batchBudget)
+	finished := w.caller.ScoreBatch(b, e.score, nargs, &args, e.cache, br.tokenBase, true, w.slot.Handle(), batchBudget)
 	w.mu.Lock()
 	w.run = nil
 	w.mu.Unlock()
@@ -200,11 +231,22 @@ func (e *Engine) runBatch(w *worker, jobs []*scoreJob) {
 
 	var total time.Duration
 	var leftover []*scoreJob
+	slots := b.Slots()
+	size := 0
+	for _, v := range slots {
+		size += len(v.Data)
+	}
+	arena := make([]byte, 0, size) // one copy out of C memory for the batch
 	for i, j := range jobs {
-		switch b.State(i) {
+		switch v := slots[i]; v.State {
 		case cpython.SlotDone:
-			o := slotOutcome(b, i)
-			total += o.elapsed
+			start := len(arena)
+			arena = append(arena, v.Data...)
+			o := outcome{ok: v.OK, raw: arena[start:len(arena):len(arena)], cut: v.Cut, elapsed: v.Elapsed}
+			if len(v.Logs) > 0 {
+				o.logs = string(v.Logs)
+			}
+			total += v.Elapsed
 			j.deliver(o)
 		case cpython.SlotPending: // the budget ran out before it started
 			if b.Claim(i) {
@@ -226,23 +268,25 @@ func (e *Engine) runBatch(w *worker, jobs []*scoreJob) {
 	}
 }
 
+// slotOutcome copies a finished slot out of C memory.
 func slotOutcome(b *cpython.Batch, i int) outcome {
-	v, err, logs, cut, elapsed := b.Outcome(i)
-	return outcome{value: v, err: err, logs: logs, cut: cut, elapsed: elapsed}
+	v := b.Slot(i)
+	return outcome{ok: v.OK, raw: append([]byte(nil), v.Data...), logs: string(v.Logs), cut: v.Cut, elapsed: v.Elapsed}
 }
 
 // requeue puts jobs back in the queue for any worker, without blocking the
 // caller (a worker must never block on the queue it drains).
 func (e *Engine) requeue(jobs []*scoreJob) {
+	jobs = append([]*scoreJob(nil), jobs...)
 	for _, j := range jobs {
 		j.run.Store(nil)
 		j.state.Store(jobQueued)
 	}
 	go func() {
-		for _, j := range jobs {
-			select {
-			case e.jobs <- j:
-			case <-e.quit:
+		select {
+		case e.jobs <- jobs:
+		case <-e.quit:
+			for _, j := range jobs {
 				j.deliver(outcome{kind: KindCanceled, why: "engine is closed"})
 			}
 		}

@@ -2,38 +2,46 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"iter"
 
 	"github.com/skynetml/skynet/cpython"
 )
 
-// encodeCase builds the argument buffer for score, checking the shapes the
-// contract promises the metric: input a dict, expected a dict or None.
-func (e *Engine) encodeCase(c Case) ([]byte, error) {
-	var enc cpython.Encoder
+// encodeCase encodes score's arguments, checking the shapes the contract
+// promises the metric: input a dict, expected a dict or None. Repeated JSON
+// texts are transcoded once (ArgCache.JSON).
+func (e *Engine) encodeCase(c Case, j *scoreJob) error {
 	if c.Input == nil {
-		return nil, fmt.Errorf("input is missing: it must be a dict of the case's input fields")
+		return fmt.Errorf("input is missing: it must be a dict of the case's input fields")
 	}
-	if err := enc.Value(c.Input); err != nil {
-		return nil, fmt.Errorf("input: %w", err)
+	values := [3]any{c.Input, c.Output, c.Expected}
+	names := [3]string{"input", "output", "expected"}
+	for k := 0; k < e.nargs; k++ {
+		var err error
+		if raw, ok := values[k].(json.RawMessage); ok {
+			j.args[k], j.ids[k], err = e.cache.JSON(raw)
+		} else {
+			var enc cpython.Encoder
+			if err = enc.Value(values[k]); err == nil {
+				j.args[k] = enc.Bytes()
+				j.ids[k] = e.cache.ID(j.args[k])
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", names[k], err)
+		}
 	}
-	if b := enc.Bytes(); b[0] != 'd' {
-		return nil, fmt.Errorf("input must be a dict of the case's input fields, got %s", tagName(b[0]))
-	}
-	if err := enc.Value(c.Output); err != nil {
-		return nil, fmt.Errorf("output: %w", err)
+	if t := j.args[0][0]; t != 'd' {
+		return fmt.Errorf("input must be a dict of the case's input fields, got %s", tagName(t))
 	}
 	if e.nargs == 3 {
-		mark := len(enc.Bytes())
-		if err := enc.Value(c.Expected); err != nil {
-			return nil, fmt.Errorf("expected: %w", err)
-		}
-		if t := enc.Bytes()[mark]; t != 'd' && t != 'N' {
-			return nil, fmt.Errorf("expected must be a dict of output columns or null, got %s", tagName(t))
+		if t := j.args[2][0]; t != 'd' && t != 'N' {
+			return fmt.Errorf("expected must be a dict of output columns or null, got %s", tagName(t))
 		}
 	}
-	return enc.Bytes(), nil
+	return nil
 }
 
 func tagName(t byte) string {
@@ -58,103 +66,149 @@ func tagName(t byte) string {
 // from when a worker starts the call; waiting for a free worker is bounded
 // only by ctx.
 func (e *Engine) Score(ctx context.Context, c Case) Result {
-	j, r, ok := e.submit(ctx, c)
-	if !ok {
-		return r
+	g := newGroup(1)
+	e.prepare(&g.jobs[0], c)
+	if !e.submit(ctx, g) {
+		return e.result(&g.jobs[0])
 	}
-	return e.wait(ctx, c, j)
+	e.wait(ctx, g)
+	return e.result(&g.jobs[0])
 }
 
-// submit encodes and queues a case; without ok, r is its result already.
-func (e *Engine) submit(ctx context.Context, c Case) (*scoreJob, Result, bool) {
+// prepare encodes a case into j; a case that cannot be encoded gets its
+// input error delivered at once.
+func (e *Engine) prepare(j *scoreJob, c Case) {
+	j.id = c.ID
 	if c.invalid != nil {
-		return nil, failed(c.ID, KindInput, c.invalid.Error()), false
+		r := failed(c.ID, KindInput, c.invalid.Error())
+		j.deliver(outcome{final: &r})
+		return
+	}
+	if err := e.encodeCase(c, j); err != nil {
+		r := failed(c.ID, KindInput, fmt.Sprintf("%s: %v", caseName(c.ID), err))
+		j.deliver(outcome{final: &r})
+		return
+	}
+	j.obs = c.Observation
+}
+
+// submit queues a group's undelivered jobs; without ok, each already has
+// its outcome (an input error, or canceled).
+func (e *Engine) submit(ctx context.Context, g *group) bool {
+	parcel := make([]*scoreJob, 0, len(g.jobs))
+	for i := range g.jobs {
+		if !g.jobs[i].delivered.Load() {
+			parcel = append(parcel, &g.jobs[i])
+		}
+	}
+	if len(parcel) == 0 {
+		return false
+	}
+	stop := func(why string) bool {
+		for _, j := range parcel {
+			j.deliver(outcome{kind: KindCanceled, why: why})
+		}
+		return false
 	}
 	if e.closed.Load() {
-		return nil, failed(c.ID, KindCanceled, "engine is closed"), false
+		return stop("engine is closed")
 	}
-	args, err := e.encodeCase(c)
-	if err != nil {
-		return nil, failed(c.ID, KindInput, fmt.Sprintf("%s: %v", caseName(c.ID), err)), false
-	}
-	obs := c.Observation
-	j := newJob(args, &obs)
 	select {
-	case e.jobs <- j:
-		return j, Result{}, true
+	case e.jobs <- parcel:
+		return true
 	case <-ctx.Done():
-		return nil, failed(c.ID, KindCanceled, fmt.Sprintf("%s: %v before score was called", caseName(c.ID), ctx.Err())), false
+		return stop(fmt.Sprintf("%v before score was called", ctx.Err()))
 	case <-e.quit:
-		return nil, failed(c.ID, KindCanceled, "engine is closed"), false
+		return stop("engine is closed")
 	}
 }
 
-// wait returns the job's result; a cancelled ctx or a closing engine ends the
-// wait at once with a canceled result.
-func (e *Engine) wait(ctx context.Context, c Case, j *scoreJob) Result {
+// wait returns once every job of the group has its outcome; a cancelled ctx
+// or a closing engine ends the wait at once with canceled outcomes.
+func (e *Engine) wait(ctx context.Context, g *group) {
+	var o outcome
 	select {
-	case o := <-j.done:
-		return e.result(c, o)
+	case <-g.done:
+		return
 	case <-ctx.Done():
-		e.cancel(j, outcome{kind: KindCanceled, why: fmt.Sprintf("score cancelled: %v", ctx.Err())})
+		o = outcome{kind: KindCanceled, why: fmt.Sprintf("score cancelled: %v", ctx.Err())}
 	case <-e.quit:
-		e.cancel(j, outcome{kind: KindCanceled, why: "engine is closed"})
+		o = outcome{kind: KindCanceled, why: "engine is closed"}
 	}
-	return e.result(c, <-j.done)
+	for i := range g.jobs {
+		e.cancel(&g.jobs[i], o)
+	}
+	<-g.done
 }
 
-// ScoreAll scores a stream of cases with up to window cases in flight
-// (0: a default that keeps every worker's batches full) and yields each
-// result with its case's index, in input order. Stopping the iteration early
-// cancels the cases still in flight.
+// ScoreAll scores a stream of cases and yields each result with its case's
+// index, in input order. Cases travel in groups of up to 64, with up to
+// window cases in flight (0: a default that keeps every worker busy).
+// Stopping the iteration early cancels the cases still in flight.
 func (e *Engine) ScoreAll(ctx context.Context, cases iter.Seq[Case], window int) iter.Seq2[int, Result] {
 	if window <= 0 {
-		window = 4 * maxBatch * max(1, len(e.pool))
+		window = 16 * maxBatch * max(1, len(e.pool))
 	}
 	return func(yield func(int, Result) bool) {
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		type pending struct {
-			c Case
-			j *scoreJob
-			r Result
-		}
-		order := make(chan pending, window)
+		order := make(chan *group, max(1, window/maxBatch))
 		go func() {
 			defer close(order)
-			for c := range cases {
-				j, r, ok := e.submit(ctx, c)
-				if !ok {
-					j = nil
+			var buf []Case
+			flush := func() bool {
+				g := newGroup(len(buf))
+				for i, c := range buf {
+					e.prepare(&g.jobs[i], c)
 				}
+				buf = buf[:0]
+				e.submit(ctx, g)
 				select {
-				case order <- pending{c: c, j: j, r: r}:
+				case order <- g:
+					return true
 				case <-ctx.Done():
-					if j != nil {
-						e.cancel(j, outcome{kind: KindCanceled, why: "stopped"})
+					for i := range g.jobs {
+						e.cancel(&g.jobs[i], outcome{kind: KindCanceled, why: "stopped"})
 					}
+					return false
+				}
+			}
+			for c := range cases {
+				buf = append(buf, c)
+				if len(buf) == maxBatch && !flush() {
 					return
 				}
 			}
+			if len(buf) > 0 {
+				flush()
+			}
 		}()
 		i := 0
-		for p := range order {
-			r := p.r
-			if p.j != nil {
-				r = e.wait(ctx, p.c, p.j)
-			}
-			if !yield(i, r) {
-				cancel()
-				for p := range order { // stop what is still queued
-					if p.j != nil {
-						e.cancel(p.j, outcome{kind: KindCanceled, why: "stopped"})
+		for g := range order {
+			e.wait(ctx, g)
+			for k := range g.jobs {
+				if !yield(i, e.result(&g.jobs[k])) {
+					cancel()
+					for g := range order { // stop what is still queued
+						e.wait(ctx, g)
 					}
+					return
 				}
-				return
+				i++
 			}
-			i++
 		}
 	}
+}
+
+// value decodes what the call returned, or its Python error.
+func (o outcome) value() (any, error) {
+	if o.err != nil {
+		return nil, o.err
+	}
+	if o.raw == nil {
+		return nil, fmt.Errorf("internal error: no outcome")
+	}
+	return cpython.DecodeOutcome(o.ok, o.raw)
 }
 
 func logsOf(o outcome) string {
@@ -164,14 +218,23 @@ func logsOf(o outcome) string {
 	return o.logs
 }
 
-// result turns a job's outcome into a Result.
-func (e *Engine) result(c Case, o outcome) Result {
+// result turns a finished job's outcome into a Result.
+func (e *Engine) result(j *scoreJob) Result {
+	o := j.out
+	if o.final != nil {
+		return *o.final
+	}
+	id := j.id
 	if o.kind != "" {
-		r := failed(c.ID, o.kind, fmt.Sprintf("%s: %s", caseName(c.ID), o.why))
+		r := failed(id, o.kind, fmt.Sprintf("%s: %s", caseName(id), o.why))
 		r.Duration = o.elapsed
 		return r
 	}
-	r := Result{ID: c.ID, Logs: logsOf(o), Duration: o.elapsed}
+	r := Result{ID: id, Logs: logsOf(o), Duration: o.elapsed}
+	value, err := o.value()
+	if err != nil {
+		o.err = err
+	}
 	if o.err != nil {
 		pe, ok := cpython.AsError(o.err)
 		if !ok {
@@ -184,9 +247,13 @@ func (e *Engine) result(c Case, o outcome) Result {
 		r.Feedback = pe.Error()
 		return r
 	}
-	rv, err := validateReturn(o.value)
+	if p, ok := value.(*cpython.ScorePair); ok { // the common shape, already checked in C
+		r.Score, r.Feedback, r.Scores = p.Score, p.Feedback, p.Scores
+		return r
+	}
+	rv, err := validateReturn(value)
 	if err != nil {
-		msg := fmt.Sprintf("%s: %s: %v", caseName(c.ID), CheckReturnValue, err)
+		msg := fmt.Sprintf("%s: %s: %v", caseName(id), CheckReturnValue, err)
 		r.Err = &CaseError{Kind: KindContract, Message: msg}
 		r.Feedback = msg
 		return r
