@@ -165,7 +165,7 @@ func (c *Caller) ScoreBatch(b *Batch, fn *Object, nargs int, args *BatchArgs, ca
 type ArgCache struct {
 	c        *C.sky_argcache
 	mu       sync.Mutex
-	ids      map[string]int32     // encoded value -> id
+	ids      map[string]int32    // encoded value -> id
 	json     map[string]jsonMemo // JSON text -> its encoding and id
 	bytes    int
 	maxBytes int
