@@ -334,3 +334,71 @@ func validWTF8(b []byte) bool {
 	}
 	return true
 }
+
+// Member is one key of a JSON object and the raw text of its value.
+type Member struct {
+	Key   string
+	Value []byte // a sub-slice of the input
+}
+
+// SplitObject validates a JSON object and returns its members in order,
+// without building any value: the raw texts can be transcoded later (or
+// never). It is how a case-file line is read without a map per line.
+func SplitObject(src []byte, members []Member) ([]Member, error) {
+	p := jsonParser{src: src}
+	p.space()
+	if p.i >= len(p.src) || p.src[p.i] != '{' {
+		return members, p.errorf("expected a JSON object")
+	}
+	p.i++
+	p.space()
+	if p.i < len(p.src) && p.src[p.i] == '}' {
+		p.i++
+	} else {
+		for {
+			if p.i >= len(p.src) || p.src[p.i] != '"' {
+				return members, p.errorf("expected a string key")
+			}
+			p.out = p.out[:0]
+			if err := p.string(); err != nil {
+				return members, err
+			}
+			key := p.out
+			if n, k := binary.Uvarint(key); k > 0 && int(n) == len(key)-k {
+				key = key[k:]
+			}
+			p.space()
+			if p.i >= len(p.src) || p.src[p.i] != ':' {
+				return members, p.errorf("expected ':' after an object key")
+			}
+			p.i++
+			p.space()
+			start := p.i
+			keyStr := string(key)
+			p.out = p.out[:0]
+			if err := p.value(1); err != nil {
+				return members, err
+			}
+			members = append(members, Member{Key: keyStr, Value: src[start:p.i]})
+			p.space()
+			if p.i >= len(p.src) {
+				return members, p.errorf("unexpected end of input, expected ',' or '}'")
+			}
+			if p.src[p.i] == ',' {
+				p.i++
+				p.space()
+				continue
+			}
+			if p.src[p.i] == '}' {
+				p.i++
+				break
+			}
+			return members, p.errorf("unexpected %q, expected ',' or '}'", p.src[p.i])
+		}
+	}
+	p.space()
+	if p.i != len(p.src) {
+		return members, p.errorf("unexpected %q after the JSON object", p.src[p.i])
+	}
+	return members, nil
+}

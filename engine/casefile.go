@@ -4,12 +4,13 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/skynetml/skynet/cpython"
 )
 
 // LineError is a case-file line that is not a valid case.
@@ -19,9 +20,6 @@ type LineError struct {
 }
 
 func (e *LineError) Error() string { return fmt.Sprintf("line %d: %s", e.Line, e.Msg) }
-
-// caseFields are the keys a case line may hold (SPEC §4).
-var caseFields = map[string]bool{"id": true, "input": true, "output": true, "expected": true, "observation": true}
 
 // ParseCase reads one case-file line (SPEC §4):
 //
@@ -38,58 +36,65 @@ func ParseCase(line []byte, lineNo int) (Case, error) {
 	if !utf8.Valid(line) {
 		return fail("not valid UTF-8")
 	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(line, &fields); err != nil {
-		var typeErr *json.UnmarshalTypeError
-		if errors.As(err, &typeErr) {
-			return fail("a case must be a JSON object, got %s", typeErr.Value)
+	if kind := jsonKind(line); kind != "an object" {
+		if _, err := cpython.AppendJSON(nil, line); err != nil {
+			return fail("%v", err)
 		}
-		return fail("invalid JSON: %v", err)
+		return fail("a case must be a JSON object, got %s", kind)
 	}
-	if fields == nil {
-		return fail("a case must be a JSON object, got null")
+	var buf [5]cpython.Member
+	members, err := cpython.SplitObject(line, buf[:0])
+	if err != nil {
+		return fail("%v", err)
 	}
-	if raw, ok := fields["id"]; ok {
-		var id any
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.UseNumber()
-		_ = dec.Decode(&id) // raw is valid JSON already
-		switch v := id.(type) {
-		case string:
-			c.ID = v
-		case json.Number:
-			c.ID = v.String()
-		case nil:
+	var input, output, expected, observation json.RawMessage
+	for _, m := range members {
+		switch m.Key {
+		case "id":
+			switch jsonKind(m.Value) {
+			case "a string":
+				var id string
+				if err := json.Unmarshal(m.Value, &id); err != nil {
+					return fail(`"id": %v`, err)
+				}
+				c.ID = id
+			case "a number":
+				c.ID = string(m.Value)
+			case "null":
+			default:
+				return fail(`"id" must be a string or a number, got %s`, jsonKind(m.Value))
+			}
+		case "input":
+			input = m.Value
+		case "output":
+			output = m.Value
+		case "expected":
+			expected = m.Value
+		case "observation":
+			observation = m.Value
 		default:
-			return fail(`"id" must be a string or a number, got %s`, jsonKind(raw))
+			return fail("unknown field %q (a case has id, input, output, expected, observation)", m.Key)
 		}
 	}
-	for k := range fields {
-		if !caseFields[k] {
-			return fail("unknown field %q (a case has id, input, output, expected, observation)", k)
-		}
-	}
-	input, ok := fields["input"]
-	if !ok {
+	if input == nil {
 		return fail(`"input" is missing`)
 	}
 	if jsonKind(input) != "an object" {
 		return fail(`"input" must be an object of input fields, got %s`, jsonKind(input))
 	}
 	c.Input = input
-	output, ok := fields["output"]
-	if !ok {
+	if output == nil {
 		return fail(`"output" is missing`)
 	}
 	c.Output = output
-	if exp, ok := fields["expected"]; ok && jsonKind(exp) != "null" {
-		if jsonKind(exp) != "an object" {
-			return fail(`"expected" must be an object of output columns or null, got %s`, jsonKind(exp))
+	if expected != nil && jsonKind(expected) != "null" {
+		if jsonKind(expected) != "an object" {
+			return fail(`"expected" must be an object of output columns or null, got %s`, jsonKind(expected))
 		}
-		c.Expected = exp
+		c.Expected = expected
 	}
-	if raw, ok := fields["observation"]; ok && jsonKind(raw) != "null" {
-		dec := json.NewDecoder(bytes.NewReader(raw))
+	if observation != nil && jsonKind(observation) != "null" {
+		dec := json.NewDecoder(bytes.NewReader(observation))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&c.Observation); err != nil {
 			return fail(`"observation": %v (known fields: run_ms, cost_usd, model_calls, input_tokens, output_tokens)`, err)

@@ -74,9 +74,9 @@ func TestScoreBadLinesAreResults(t *testing.T) {
 	}
 	assert.Equal(t, map[string]string{
 		"ok1":     "ok",
-		"2":       "input: line 2: invalid JSON: unexpected end of JSON input",
+		"2":       "input: line 2: invalid JSON at byte 56: unexpected end of input, expected ',' or '}'",
 		"noinput": `input: line 3: "input" is missing`,
-		"5":       "input: line 5: a case must be a JSON object, got array",
+		"5":       "input: line 5: a case must be a JSON object, got an array",
 		"typo":    `input: line 6: unknown field "expexted" (a case has id, input, output, expected, observation)`,
 		"strexp":  `input: line 7: "expected" must be an object of output columns or null, got a string`,
 		"ok2":     "ok",
