@@ -40,9 +40,15 @@ func module(t *testing.T, th *GIL, name, source string) *Object {
 }
 
 // function returns a module-level function, made with the GIL, for Caller use.
-func function(t *testing.T, name, source string) *Object {
+func function(t testing.TB, name, source string) *Object {
 	var fn *Object
-	withThread(t, func(th *GIL) { fn = module(t, th, name, source) })
+	require.NoError(t, WithGIL(func(g *GIL) {
+		mod, err := g.ExecModule("test_"+strings.NewReplacer("/", "_", "#", "_").Replace(t.Name()), "<test>", source)
+		require.NoError(t, err)
+		fn, err = g.Attr(mod, name)
+		require.NoError(t, err)
+		g.Release(mod)
+	}))
 	return fn
 }
 

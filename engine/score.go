@@ -20,7 +20,13 @@ func (e *Engine) encodeCase(c Case, j *scoreJob) error {
 	names := [3]string{"input", "output", "expected"}
 	for k := 0; k < e.nargs; k++ {
 		var err error
-		if raw, ok := values[k].(json.RawMessage); ok {
+		if k == 1 {
+			// Outputs differ from candidate to candidate: caching them would
+			// only fill the cache, so they are always built afresh.
+			var enc cpython.Encoder
+			err = enc.Value(values[k])
+			j.args[k], j.ids[k] = enc.Bytes(), -1
+		} else if raw, ok := values[k].(json.RawMessage); ok {
 			j.args[k], j.ids[k], err = e.cache.JSON(raw)
 		} else {
 			var enc cpython.Encoder

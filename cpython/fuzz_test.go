@@ -1,0 +1,100 @@
+package cpython
+
+import (
+	"encoding/json"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/stretchr/testify/require"
+)
+
+var jsonSeeds = []string{
+	`{"a": 1, "b": [true, false, null], "c": {"d": "e"}}`,
+	`[1, 1.5, -0, 1e400, -1e-400, 123456789012345678901234567890]`,
+	`"\ud800 lone \udc00 pair \ud83d\ude00 \u00e9 \n\t\"\\"`,
+	`{"a": 1, "a": 2}`, `{}`, `[]`, `""`, `0`, `-1.25e+3`,
+	`{"a": [1, 2,]}`, `[01]`, `{"a" 1}`, `"unterminated`, `nul`, "\"\xff\"", `[[[[[[[[]]]]]]]]`,
+}
+
+// FuzzAppendJSON: the transcoder never panics, accepts exactly the JSON that
+// encoding/json accepts (within its nesting limit, as UTF-8), and what it
+// writes always decodes.
+func FuzzAppendJSON(f *testing.F) {
+	for _, s := range jsonSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, src []byte) {
+		out, err := AppendJSON(nil, src)
+		valid := json.Valid(src) && utf8.Valid(src)
+		if err == nil {
+			require.True(t, json.Valid(src), "accepted invalid JSON %q", src)
+			_, derr := Decode(out)
+			require.NoError(t, derr, "%q", src)
+		} else if valid && depth(src) <= maxDepth {
+			t.Fatalf("rejected valid JSON %q: %v", src, err)
+		}
+	})
+}
+
+func depth(src []byte) int {
+	d, m := 0, 0
+	inStr, esc := false, false
+	for _, c := range src {
+		switch {
+		case esc:
+			esc = false
+		case inStr && c == '\\':
+			esc = true
+		case c == '"':
+			inStr = !inStr
+		case !inStr && (c == '[' || c == '{'):
+			d++
+			m = max(m, d)
+		case !inStr && (c == ']' || c == '}'):
+			d--
+		}
+	}
+	return m
+}
+
+// FuzzDecode: any bytes, however malformed, decode to a value or an error.
+func FuzzDecode(f *testing.F) {
+	for _, s := range jsonSeeds {
+		if b, err := AppendJSON(nil, []byte(s)); err == nil {
+			f.Add(b)
+		}
+	}
+	f.Add([]byte{'l', 0xff, 0xff, 0xff, 0xff, 0x0f})
+	f.Add([]byte{'R', 0, 0, 0, 0, 0, 0, 0xf0, 0x3f, 2, 'o', 'k', 1, 1, 'a'})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		Decode(b)
+	})
+}
+
+// FuzzCodecThroughPython sends transcoded JSON through C's decoder into
+// Python and checks the object equals what Python's own json.loads builds.
+func FuzzCodecThroughPython(f *testing.F) {
+	for _, s := range jsonSeeds {
+		f.Add([]byte(s))
+	}
+	same := function(f, "same", `
+import json, math
+def same(obj, text):
+    want = json.loads(text)
+    return repr(obj) == repr(want) or (obj != obj and want != want)
+`)
+	c, err := NewCaller(0)
+	require.NoError(f, err)
+	f.Fuzz(func(t *testing.T, src []byte) {
+		enc, err := AppendJSON(nil, src)
+		if err != nil {
+			return
+		}
+		var e Encoder
+		e.buf = append(e.buf, enc...)
+		require.NoError(t, e.Value(string(src)))
+		v, err := c.Call(same, e.Bytes(), 2, 0, false, 0)
+		require.NoError(t, err, "%q", src)
+		require.Equal(t, true, v, "%q decoded differently from json.loads", src)
+	})
+}

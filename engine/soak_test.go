@@ -1,0 +1,81 @@
+package engine
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// rssKB reads this process's resident set size.
+func rssKB(t testing.TB) int {
+	f, err := os.Open("/proc/self/status")
+	require.NoError(t, err)
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+			kb, err := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")))
+			require.NoError(t, err)
+			return kb
+		}
+	}
+	t.Fatal("no VmRSS in /proc/self/status")
+	return 0
+}
+
+// TestSoak scores many cases and holds RSS flat: after warming up on 10,000
+// cases it may grow by at most 5 MB however many more follow. The default is
+// a short run for make test; SKYNET_SOAK=1000000 is the full soak (make soak).
+func TestSoak(t *testing.T) {
+	total := 200_000
+	if v := os.Getenv("SKYNET_SOAK"); v != "" {
+		n, err := strconv.Atoi(v)
+		require.NoError(t, err)
+		total = n
+	}
+	e := open(t, Options{Metric: writeMetric(t, `
+def score(input, output, expected=None):
+    ok = output == expected["label"]
+    note = f"case {input['n']}: got {output!r}"
+    return (1.0 if ok else 0.0), {"feedback": note, "scores": {"match": 1.0 if ok else 0.0}}
+`)})
+	// A fixed dataset of 100 inputs, as an optimizer scoring candidates would
+	// have, with a new output every time.
+	cases := func(from, to int) func(func(Case) bool) {
+		return func(yield func(Case) bool) {
+			for i := from; i < to; i++ {
+				in, _ := json.Marshal(map[string]any{"n": i % 100, "text": fmt.Sprintf("question %d", i%100)})
+				c := Case{ID: strconv.Itoa(i), Input: json.RawMessage(in), Output: fmt.Sprintf("answer %d", i),
+					Expected: json.RawMessage(fmt.Sprintf(`{"label": "answer %d"}`, i%7))}
+				if !yield(c) {
+					return
+				}
+			}
+		}
+	}
+	run := func(from, to int) {
+		n := from
+		for i, r := range e.ScoreAll(ctx, cases(from, to), 0) {
+			require.Nil(t, r.Err, "case %d: %+v", from+i, r.Err)
+			require.Equal(t, strconv.Itoa(from+i), r.ID)
+			n++
+		}
+		require.Equal(t, to, n, "every case gets exactly one result")
+	}
+	const warm = 10_000
+	run(0, warm)
+	before := rssKB(t)
+	for from := warm; from < total; from += 50_000 {
+		run(from, min(total, from+50_000))
+	}
+	after := rssKB(t)
+	t.Logf("RSS after %d cases: %d kB; after %d: %d kB (%+d kB)", warm, before, total, after, after-before)
+	assert.LessOrEqual(t, after-before, 5*1024, "RSS grew by more than 5 MB")
+}
