@@ -3,6 +3,8 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -120,4 +122,38 @@ func BenchmarkScoreAllRatio(b *testing.B) {
 	b.ReportMetric(engineNS, "engine-ns/case")
 	b.ReportMetric(py, "python-ns/case")
 	b.ReportMetric(engineNS/py, "ratio")
+}
+
+// BenchmarkWorkers shows the worker-count rule: for a CPU-bound metric more
+// workers only contend for the GIL; for one that waits outside the GIL (here
+// a 2 ms sleep, as a model call would) throughput grows with workers.
+func BenchmarkWorkers(b *testing.B) {
+	metrics := map[string]string{
+		"cpu":   "def score(i, o, e=None):\n    return 1.0, {'feedback': 'ok'}\n",
+		"sleep": "import time\ndef score(i, o, e=None):\n    time.sleep(0.002)\n    return 1.0, {'feedback': 'ok'}\n",
+	}
+	for _, kind := range []string{"cpu", "sleep"} {
+		path := filepath.Join(b.TempDir(), "metric.py")
+		require.NoError(b, os.WriteFile(path, []byte(metrics[kind]), 0o644))
+		for _, workers := range []int{1, 2, 4, 8} {
+			b.Run(fmt.Sprintf("%s/workers=%d", kind, workers), func(b *testing.B) {
+				e, err := Open(Options{Metric: path, Workers: workers})
+				require.NoError(b, err)
+				defer e.Close()
+				cases := func(yield func(Case) bool) {
+					for i := 0; i < b.N; i++ {
+						if !yield(benchCase) {
+							return
+						}
+					}
+				}
+				b.ResetTimer()
+				for _, r := range e.ScoreAll(ctx, cases, 0) {
+					if r.Err != nil {
+						b.Fatal(r.Err)
+					}
+				}
+			})
+		}
+	}
 }
