@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/json"
+	"iter"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -100,17 +101,10 @@ func BenchmarkScoreAllRatio(b *testing.B) {
 	e, err := Open(Options{Metric: exactMatch})
 	require.NoError(b, err)
 	defer e.Close()
-	cases := func(yield func(Case) bool) {
-		for i := 0; i < b.N; i++ {
-			if !yield(benchCase) {
-				return
-			}
-		}
-	}
 	b.ResetTimer()
 	start := testingNow()
 	n := 0
-	for _, r := range e.ScoreAll(ctx, cases, 0) {
+	for _, r := range e.ScoreAll(ctx, repeatCase(benchCase, b.N), 0) {
 		if r.Err != nil {
 			b.Fatal(r.Err)
 		}
@@ -140,20 +134,24 @@ func BenchmarkWorkers(b *testing.B) {
 				e, err := Open(Options{Metric: path, Workers: workers})
 				require.NoError(b, err)
 				defer e.Close()
-				cases := func(yield func(Case) bool) {
-					for i := 0; i < b.N; i++ {
-						if !yield(benchCase) {
-							return
-						}
-					}
-				}
 				b.ResetTimer()
-				for _, r := range e.ScoreAll(ctx, cases, 0) {
+				for _, r := range e.ScoreAll(ctx, repeatCase(benchCase, b.N), 0) {
 					if r.Err != nil {
 						b.Fatal(r.Err)
 					}
 				}
 			})
+		}
+	}
+}
+
+// repeatCase yields c n times.
+func repeatCase(c Case, n int) iter.Seq[Case] {
+	return func(yield func(Case) bool) {
+		for i := 0; i < n; i++ {
+			if !yield(c) {
+				return
+			}
 		}
 	}
 }

@@ -9,14 +9,21 @@ static const char *no_case =
     "is only available while Skynet is calling score or run for a case "
     "(not at import time or from threads the metric starts)";
 
-static PyObject *sk_observation(PyObject *self, PyObject *unused) {
+// current_observation copies the running case's observation into o, or sets
+// a RuntimeError naming fname when no case is running on this thread.
+static int current_observation(const char *fname, sky_observation *o) {
     sky_thread *t = sky_current_thread();
-    sky_observation o;
-    memset(&o, 0, sizeof o);
-    if (!t || !t->context || !skynetObservation(t->context, t->case_index, &o)) {
-        PyErr_Format(PyExc_RuntimeError, "skynet.observation() %s", no_case);
-        return NULL;
+    memset(o, 0, sizeof *o);
+    if (!t || !t->context || !skynetObservation(t->context, t->case_index, o)) {
+        PyErr_Format(PyExc_RuntimeError, "skynet.%s() %s", fname, no_case);
+        return -1;
     }
+    return 0;
+}
+
+static PyObject *sk_observation(PyObject *self, PyObject *unused) {
+    sky_observation o;
+    if (current_observation("observation", &o) < 0) return NULL;
     PyObject *d = PyDict_New(); // new ref, returned
     if (!d) return NULL;
     struct { const char *key; int has; PyObject *v; } items[5] = {
@@ -40,13 +47,8 @@ static PyObject *sk_observation(PyObject *self, PyObject *unused) {
 }
 
 static PyObject *sk_service_cost(PyObject *self, PyObject *unused) {
-    sky_thread *t = sky_current_thread();
     sky_observation o;
-    memset(&o, 0, sizeof o);
-    if (!t || !t->context || !skynetObservation(t->context, t->case_index, &o)) {
-        PyErr_Format(PyExc_RuntimeError, "skynet.service_cost() %s", no_case);
-        return NULL;
-    }
+    if (current_observation("service_cost", &o) < 0) return NULL;
     if (!o.has_cost_usd) Py_RETURN_NONE;
     return PyFloat_FromDouble(o.cost_usd);
 }

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -284,15 +285,8 @@ type bench struct {
 
 func (b *bench) engine() (float64, error) {
 	scores := make([]float64, len(b.cases))
-	seq := func(yield func(engine.Case) bool) {
-		for _, c := range b.cases {
-			if !yield(c) {
-				return
-			}
-		}
-	}
 	start := time.Now()
-	for i, r := range b.e.ScoreAll(context.Background(), seq, 0) {
+	for i, r := range b.e.ScoreAll(context.Background(), slices.Values(b.cases), 0) {
 		if r.Err != nil {
 			return 0, fmt.Errorf("case %d: %v", i, r.Err)
 		}
