@@ -2,8 +2,8 @@ package engine
 
 import (
 	"encoding/json"
-	"iter"
 	"fmt"
+	"iter"
 	"os"
 	"path/filepath"
 	"testing"
