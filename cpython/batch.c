@@ -28,13 +28,39 @@ sky_batch *sky_batch_new(int n) {
     return b;
 }
 
+// Slot data lives in chunks that are never moved, so a watchdog may read a
+// finished slot while later cases are still being written.
+struct sky_chunk {
+    sky_chunk *next;
+    size_t cap, len;
+    char data[];
+};
+
 void sky_batch_free(sky_batch *b) {
     if (!b) return;
-    for (int i = 0; i < b->n; i++) {
-        free(b->slots[i].data);
-        free(b->slots[i].logs);
+    while (b->chunks) {
+        sky_chunk *c = b->chunks;
+        b->chunks = c->next;
+        free(c);
     }
     free(b);
+}
+
+static char *copy_out(sky_batch *b, const char *p, size_t n) {
+    sky_chunk *c = b->chunks;
+    if (!c || c->len + n > c->cap) {
+        size_t cap = n > 16384 ? n : 16384;
+        c = malloc(sizeof *c + cap);
+        if (!c) return NULL;
+        c->cap = cap;
+        c->len = 0;
+        c->next = b->chunks;
+        b->chunks = c;
+    }
+    char *d = c->data + c->len;
+    if (n) memcpy(d, p, n);
+    c->len += n;
+    return d;
 }
 
 // sky_slot_claim takes a case that has not started away from the batch, for
@@ -53,12 +79,6 @@ int64_t sky_batch_current(sky_batch *b, int64_t *started_ns) {
     int64_t cur = __atomic_load_n(&b->current, __ATOMIC_ACQUIRE);
     *started_ns = __atomic_load_n(&b->started_ns, __ATOMIC_ACQUIRE);
     return cur;
-}
-
-static char *copy_out(const char *p, size_t n) {
-    char *d = malloc(n ? n : 1);
-    if (d && n) memcpy(d, p, n);
-    return d;
 }
 
 enum { KIND_NONE = 0, KIND_IMMUTABLE = 1, KIND_FLAT_DICT = 2, KIND_UNCACHEABLE = 3 };
@@ -274,10 +294,10 @@ int sky_score_batch(sky_scratch *s, sky_batch *b, PyObject *fn, int nargs, const
         now = sky_now_ns();
         slot->status = rc;
         slot->elapsed_ns = now - start;
-        slot->data = copy_out(s->out.data, s->out.len);
+        slot->data = copy_out(b, s->out.data, s->out.len);
         slot->len = slot->data ? s->out.len : 0;
         if (capture && s->logs.len > 0) {
-            slot->logs = copy_out(s->logs.data, s->logs.len);
+            slot->logs = copy_out(b, s->logs.data, s->logs.len);
             slot->logs_len = slot->logs ? s->logs.len : 0;
             slot->logs_truncated = s->logs_truncated;
         }

@@ -77,15 +77,18 @@ enum { SKY_SLOT_PENDING = 0, SKY_SLOT_RUNNING = 1, SKY_SLOT_DONE = 2, SKY_SLOT_A
 typedef struct {
     int state;                 // SKY_SLOT_*, atomic
     int status;                // SKY_OK or SKY_PYERR once DONE
-    char *data;                // malloc'd encoded result or error
+    char *data;                // encoded result or error, in the batch's chunks
     size_t len;
-    char *logs;                // malloc'd captured output, or NULL
+    char *logs;                // captured output, or NULL
     size_t logs_len;
     int logs_truncated;
     int64_t elapsed_ns;
 } sky_slot;
 
+typedef struct sky_chunk sky_chunk;
+
 typedef struct {
+    sky_chunk *chunks;         // where slot data and logs live; never moved
     int64_t current;           // index of the case running, -1 when none (atomic)
     int64_t started_ns;        // when it started, CLOCK_MONOTONIC (atomic)
     int64_t budget_ns;         // stop starting new cases after this long (0: no limit)
