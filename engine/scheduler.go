@@ -93,6 +93,8 @@ type outcome struct {
 
 // batchRun is a batch being scored by a worker.
 type batchRun struct {
+	mu          sync.Mutex // guards b against a cancelling caller once freed
+	freed       bool
 	b           *cpython.Batch
 	jobs        []*scoreJob
 	tokenBase   uint64
@@ -107,6 +109,10 @@ type worker struct {
 	mu      sync.Mutex      // guards run against the batch being freed
 	run     *batchRun
 	avg     time.Duration // moving average of case time, sizes batches
+
+	// Reused from batch to batch.
+	args cpython.BatchArgs
+	obs  []*Observation
 }
 
 func (e *Engine) startWorker() error {
@@ -199,17 +205,19 @@ func (e *Engine) runBatch(w *worker, jobs []*scoreJob) {
 		return
 	}
 	nargs := e.nargs
-	args := cpython.BatchArgs{Offsets: make([]uint64, 0, len(jobs)*nargs), IDs: make([]int32, 0, len(jobs)*nargs)}
-	obs := make([]*Observation, len(jobs))
-	br := &batchRun{b: b, jobs: jobs, tokenBase: cpython.NewTokens(len(jobs)),
+	args := &w.args
+	args.Buf, args.Offsets, args.IDs = args.Buf[:0], args.Offsets[:0], args.IDs[:0]
+	obs := w.obs[:0]
+	br := &batchRun{b: b, jobs: append([]*scoreJob(nil), jobs...), tokenBase: cpython.NewTokens(len(jobs)),
 		interrupted: make([]time.Time, len(jobs))}
+	jobs = br.jobs
 	for i, j := range jobs {
 		for k := 0; k < nargs; k++ {
 			args.Offsets = append(args.Offsets, uint64(len(args.Buf)))
 			args.IDs = append(args.IDs, j.ids[k])
 			args.Buf = append(args.Buf, j.args[k]...)
 		}
-		obs[i] = &j.obs
+		obs = append(obs, &j.obs)
 		j.index = i
 		j.run.Store(br)
 	}
@@ -223,7 +231,8 @@ func (e *Engine) runBatch(w *worker, jobs []*scoreJob) {
 	w.mu.Lock()
 	w.run = br
 	w.mu.Unlock()
-	finished := w.caller.ScoreBatch(b, e.score, nargs, &args, e.cache, br.tokenBase, true, w.slot.Handle(), batchBudget)
+	w.obs = obs
+	finished := w.caller.ScoreBatch(b, e.score, nargs, args, e.cache, br.tokenBase, true, w.slot.Handle(), batchBudget)
 	w.mu.Lock()
 	w.run = nil
 	w.mu.Unlock()
@@ -236,7 +245,7 @@ func (e *Engine) runBatch(w *worker, jobs []*scoreJob) {
 	for _, v := range slots {
 		size += len(v.Data)
 	}
-	arena := make([]byte, 0, size) // one copy out of C memory for the batch
+	arena := make([]byte, 0, size) // one copy out of C memory; outcomes keep slices of it
 	for i, j := range jobs {
 		switch v := slots[i]; v.State {
 		case cpython.SlotDone:
@@ -254,7 +263,10 @@ func (e *Engine) runBatch(w *worker, jobs []*scoreJob) {
 			}
 		}
 	}
+	br.mu.Lock()
+	br.freed = true
 	b.Free()
+	br.mu.Unlock()
 	if finished > 0 {
 		per := total / time.Duration(finished)
 		if w.avg == 0 {
@@ -302,8 +314,12 @@ func (e *Engine) cancel(j *scoreJob, o outcome) {
 	if j.state.CompareAndSwap(jobQueued, jobAbandoned) {
 		return
 	}
-	if br := j.run.Load(); br != nil && !br.b.Claim(j.index) {
-		go cpython.Interrupt(br.tokenBase + uint64(j.index))
+	if br := j.run.Load(); br != nil {
+		br.mu.Lock()
+		defer br.mu.Unlock()
+		if !br.freed && !br.b.Claim(j.index) {
+			go cpython.Interrupt(br.tokenBase + uint64(j.index))
+		}
 	}
 }
 
