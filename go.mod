@@ -2,7 +2,10 @@ module github.com/skynetml/skynet
 
 go 1.26.8
 
-require github.com/stretchr/testify v1.10.0
+require (
+	github.com/stretchr/testify v1.10.0
+	golang.org/x/time v0.16.0
+)
 
 require (
 	github.com/davecgh/go-spew v1.1.1 // indirect

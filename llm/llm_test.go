@@ -1,0 +1,243 @@
+package llm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// fakeServer is an OpenAI-compatible chat-completions endpoint whose answer
+// to the n-th request (from 1) is decided by reply.
+type fakeServer struct {
+	*httptest.Server
+	requests atomic.Int64
+	inFlight atomic.Int64
+	maxSeen  atomic.Int64
+	mu       sync.Mutex
+	bodies   []chatRequest
+	auth     []string
+}
+
+func newFake(t *testing.T, reply func(n int64, w http.ResponseWriter, r *http.Request)) *fakeServer {
+	f := &fakeServer{}
+	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := f.requests.Add(1)
+		cur := f.inFlight.Add(1)
+		defer f.inFlight.Add(-1)
+		for {
+			m := f.maxSeen.Load()
+			if cur <= m || f.maxSeen.CompareAndSwap(m, cur) {
+				break
+			}
+		}
+		var body chatRequest
+		json.NewDecoder(r.Body).Decode(&body)
+		f.mu.Lock()
+		f.bodies = append(f.bodies, body)
+		f.auth = append(f.auth, r.Header.Get("Authorization"))
+		f.mu.Unlock()
+		reply(n, w, r)
+	}))
+	t.Cleanup(f.Close)
+	return f
+}
+
+func ok(text string, in, out int) func(int64, http.ResponseWriter, *http.Request) {
+	return func(_ int64, w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintf(w, `{"choices": [{"message": {"role": "assistant", "content": %q}}], "usage": {"prompt_tokens": %d, "completion_tokens": %d}}`, text, in, out)
+	}
+}
+
+func client(t *testing.T, f *fakeServer, cfg Config) *Client {
+	cfg.BaseURL = f.URL + "/v1"
+	if cfg.MetricModel == "" && cfg.ReflectionModel == "" {
+		cfg.MetricModel = "openai/gpt-4o-mini"
+	}
+	c, err := New(cfg)
+	require.NoError(t, err)
+	return c
+}
+
+func TestCall(t *testing.T) {
+	f := newFake(t, ok("PASS. Looks right.", 120, 8))
+	temp, maxTok := 0.0, 50
+	c := client(t, f, Config{APIKey: "sk-secret", Prices: Prices{"openai/gpt-4o-mini": {Input: 0.15e-6, Output: 0.6e-6}}})
+	r, err := c.Call(context.Background(), RoleMetric, Request{Instructions: "Answer PASS or FAIL.", Input: "2+2=4",
+		Temperature: &temp, MaxTokens: &maxTok})
+	require.NoError(t, err)
+	assert.Equal(t, "PASS. Looks right.", r.Text)
+	assert.Equal(t, int64(120), r.InputTokens)
+	assert.Equal(t, int64(8), r.OutputTokens)
+	require.NotNil(t, r.CostUSD)
+	assert.InDelta(t, 120*0.15e-6+8*0.6e-6, *r.CostUSD, 1e-15)
+	body := f.bodies[0]
+	assert.Equal(t, "gpt-4o-mini", body.Model, "the provider prefix is not sent")
+	assert.Equal(t, []chatMessage{{"system", "Answer PASS or FAIL."}, {"user", "2+2=4"}}, body.Messages)
+	assert.Equal(t, 0.0, *body.Temperature)
+	assert.Equal(t, 50, *body.MaxTokens)
+	assert.Equal(t, "Bearer sk-secret", f.auth[0])
+	s := c.Stats(RoleMetric)
+	assert.Equal(t, Stats{Calls: 1, InputTokens: 120, OutputTokens: 8, CostUSD: *r.CostUSD}, s)
+}
+
+func TestModels(t *testing.T) {
+	f := newFake(t, ok("x", 1, 1))
+	c := client(t, f, Config{ReflectionModel: "vllm/meta-llama/Llama-3-8B"})
+	assert.Equal(t, "vllm/meta-llama/Llama-3-8B", c.Model(RoleMetric), "metric falls back to reflection")
+	r, err := c.Call(context.Background(), RoleMetric, Request{Instructions: "hi"})
+	require.NoError(t, err)
+	assert.Nil(t, r.CostUSD, "no price: cost not measured")
+	assert.Equal(t, "meta-llama/Llama-3-8B", f.bodies[0].Model)
+	assert.Equal(t, int64(1), c.Stats(RoleMetric).Unpriced)
+
+	_, err = c.Call(context.Background(), RoleTask, Request{Instructions: "hi"})
+	var nm *NoModelError
+	require.True(t, errors.As(err, &nm))
+	assert.Contains(t, err.Error(), "--task-model")
+	_, err = New(Config{MetricModel: "gpt-4o-mini"})
+	assert.ErrorContains(t, err, "must be named provider/model")
+}
+
+func TestRetryAfter429(t *testing.T) {
+	f := newFake(t, func(n int64, w http.ResponseWriter, r *http.Request) {
+		if n == 1 {
+			w.Header().Set("Retry-After", "0.2")
+			w.WriteHeader(http.StatusTooManyRequests)
+			return
+		}
+		ok("fine", 1, 1)(n, w, r)
+	})
+	c := client(t, f, Config{})
+	start := time.Now()
+	r, err := c.Call(context.Background(), RoleMetric, Request{Instructions: "x"})
+	require.NoError(t, err)
+	assert.Equal(t, "fine", r.Text)
+	assert.GreaterOrEqual(t, time.Since(start), 200*time.Millisecond, "Retry-After honoured")
+	assert.Equal(t, int64(1), c.Stats(RoleMetric).Retries)
+}
+
+func TestServerErrorsRetriedThenGiveUp(t *testing.T) {
+	f := newFake(t, func(n int64, w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "upstream exploded", http.StatusInternalServerError)
+	})
+	c := client(t, f, Config{MaxRetries: 2})
+	_, err := c.Call(context.Background(), RoleMetric, Request{Instructions: "x"})
+	var e *Error
+	require.True(t, errors.As(err, &e))
+	assert.Equal(t, 3, e.Attempts)
+	assert.Equal(t, 500, e.Status)
+	assert.Equal(t, "model openai/gpt-4o-mini: HTTP 500: upstream exploded (after 3 attempts)", err.Error())
+	assert.Equal(t, int64(3), f.requests.Load())
+	assert.Equal(t, int64(1), c.Stats(RoleMetric).Failures)
+}
+
+func TestClientErrorsAreNotRetriedAndHideTheKey(t *testing.T) {
+	f := newFake(t, func(n int64, w http.ResponseWriter, r *http.Request) {
+		http.Error(w, `{"error": "bad key `+r.Header.Get("Authorization")+`"}`, http.StatusUnauthorized)
+	})
+	c := client(t, f, Config{APIKey: "sk-very-secret"})
+	_, err := c.Call(context.Background(), RoleMetric, Request{Instructions: "x"})
+	require.Error(t, err)
+	assert.NotContains(t, err.Error(), "sk-very-secret")
+	assert.Contains(t, err.Error(), "[redacted]")
+	assert.Equal(t, int64(1), f.requests.Load())
+}
+
+func TestMalformedReply(t *testing.T) {
+	f := newFake(t, func(n int64, w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `{"choices": [`)
+	})
+	c := client(t, f, Config{})
+	_, err := c.Call(context.Background(), RoleMetric, Request{Instructions: "x"})
+	assert.ErrorContains(t, err, "malformed reply")
+}
+
+func TestDroppedConnectionIsRetried(t *testing.T) {
+	f := newFake(t, func(n int64, w http.ResponseWriter, r *http.Request) {
+		if n == 1 {
+			conn, _, err := w.(http.Hijacker).Hijack()
+			if err == nil {
+				conn.Close()
+			}
+			return
+		}
+		ok("after drop", 1, 1)(n, w, r)
+	})
+	c := client(t, f, Config{})
+	r, err := c.Call(context.Background(), RoleMetric, Request{Instructions: "x"})
+	require.NoError(t, err)
+	assert.Equal(t, "after drop", r.Text)
+}
+
+func TestHangIsCancelledByContext(t *testing.T) {
+	f := newFake(t, func(n int64, w http.ResponseWriter, r *http.Request) {
+		<-r.Context().Done()
+	})
+	c := client(t, f, Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := c.Call(ctx, RoleMetric, Request{Instructions: "x"})
+	require.Error(t, err)
+	assert.Less(t, time.Since(start), 2*time.Second)
+	assert.ErrorContains(t, err, "deadline exceeded")
+}
+
+func TestInFlightLimit(t *testing.T) {
+	f := newFake(t, func(n int64, w http.ResponseWriter, r *http.Request) {
+		time.Sleep(50 * time.Millisecond)
+		ok("x", 1, 1)(n, w, r)
+	})
+	c := client(t, f, Config{MaxInFlight: 2})
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := 0; i < 6; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := c.Call(context.Background(), RoleMetric, Request{Instructions: "x"})
+			assert.NoError(t, err)
+		}()
+	}
+	wg.Wait()
+	assert.Equal(t, int64(2), f.maxSeen.Load())
+	assert.GreaterOrEqual(t, time.Since(start), 150*time.Millisecond)
+}
+
+func TestPrices(t *testing.T) {
+	p, err := ParsePrices([]byte(`{"openai/gpt-4o-mini": {"input_per_mtok": 0.15, "output_per_mtok": 0.6}}`), "p.json")
+	require.NoError(t, err)
+	assert.InDelta(t, 0.15e-6, p["openai/gpt-4o-mini"].Input, 1e-18)
+	// LiteLLM's published shape, with its sample_spec and unpriced entries.
+	p, err = ParsePrices([]byte(`{
+		"sample_spec": {"input_cost_per_token": "0.0", "max_tokens": "LEGACY"},
+		"gpt-4o-mini": {"input_cost_per_token": 1.5e-07, "output_cost_per_token": 6e-07, "litellm_provider": "openai", "mode": "chat"},
+		"dall-e-3": {"mode": "image_generation"}
+	}`), "litellm.json")
+	require.NoError(t, err)
+	assert.Equal(t, Prices{"gpt-4o-mini": {Input: 1.5e-07, Output: 6e-07}}, p)
+	pr, found := p.lookup("openai/gpt-4o-mini")
+	assert.True(t, found, "a bare LiteLLM name prices provider/model")
+	assert.Equal(t, 6e-07, pr.Output)
+
+	for body, want := range map[string]string{
+		`[1, 2]`: "must be a JSON object keyed by model name",
+		`{"m/x": {"input_per_mtok": -1, "output_per_mtok": 1}}`:                  `model "m/x": input_per_mtok must be a number >= 0, got -1`,
+		`{"m/x": {"input_per_mtok": 1}}`:                                         `model "m/x": output_per_mtok is missing`,
+		`{"m/x": {"input_cost_per_token": "cheap", "output_cost_per_token": 1}}`: `model "m/x": input_cost_per_token must be a number`,
+		`{"m/x": 3}`: `model "m/x": must be an object`,
+	} {
+		_, err := ParsePrices([]byte(body), "p.json")
+		assert.ErrorContains(t, err, want, body)
+	}
+}
