@@ -58,6 +58,8 @@ type Result struct {
 	Logs string
 	// Duration is the wall time of the score call.
 	Duration time.Duration
+	// Observation is what the case was scored with (its run's measurements).
+	Observation Observation
 }
 
 // ErrorKind classifies a failed case.

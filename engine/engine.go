@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/skynetml/skynet/cpython"
+	"github.com/skynetml/skynet/llm"
 	"github.com/skynetml/skynet/reward"
 )
 
@@ -58,6 +59,10 @@ type Options struct {
 	PythonExecutable string
 	// PythonHome overrides the standard library location (PYTHONHOME).
 	PythonHome string
+	// LLM makes the metric's skynet.llm() calls. Nil: a client configured
+	// from the environment (SKYNET_METRIC_MODEL, SKYNET_REFLECTION_MODEL,
+	// SKYNET_LLM_BASE_URL or OPENAI_BASE_URL, SKYNET_API_KEY or OPENAI_API_KEY).
+	LLM *llm.Client
 }
 
 // Engine scores cases with one loaded metric.
@@ -78,8 +83,10 @@ type Engine struct {
 	pool    []*worker // live workers, for the watchdog
 	closing sync.Once
 	closed  atomic.Bool
+	avgCase atomic.Int64 // moving average of a case's time in ns, sizes batches
 
 	cache *cpython.ArgCache // Python objects of repeated argument values
+	llm   *llm.Client
 
 	// Owned by Python; touched only on a worker holding the GIL.
 	loader *cpython.Object
@@ -96,6 +103,29 @@ var (
 )
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_]`)
+
+var (
+	envOnce   sync.Once
+	envClient *llm.Client
+	envErr    error
+)
+
+// EnvLLM is the model client configured from the environment, made once
+// per process. Making it also removes the API key variables from the
+// environment, so Python code started afterwards never sees them; call it
+// (or Open) before anything starts the interpreter.
+func EnvLLM() (*llm.Client, error) {
+	envOnce.Do(func() {
+		cfg := llm.ConfigFromEnv()
+		llm.ScrubEnv()
+		envClient, envErr = llm.New(cfg)
+	})
+	return envClient, envErr
+}
+
+// LLM is the client that makes this engine's skynet.llm() calls; its Stats
+// count the calls, tokens and cost by role.
+func (e *Engine) LLM() *llm.Client { return e.llm }
 
 // Open loads the metric and checks its signature (and REWARD_SPEC when it
 // defines one). A failed check is returned as a *CheckError.
@@ -136,6 +166,11 @@ func Open(opts Options) (*Engine, error) {
 			msg = fmt.Sprintf("%s is a directory, not a metric file", opts.Metric)
 		}
 		return nil, &CheckError{Checks: []Check{{Name: CheckLoads, Message: msg}}}
+	}
+	if e.llm = opts.LLM; e.llm == nil {
+		if e.llm, err = EnvLLM(); err != nil {
+			return nil, fmt.Errorf("engine: %w", err)
+		}
 	}
 	if err := cpython.Initialize(cpython.Config{
 		Executable: opts.PythonExecutable,

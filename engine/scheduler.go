@@ -1,12 +1,14 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/skynetml/skynet/cpython"
+	"github.com/skynetml/skynet/llm"
 	"github.com/skynetml/skynet/skynetmod"
 )
 
@@ -37,6 +39,7 @@ const (
 // is a few atomic operations rather than a channel hand-off per case.
 type scoreJob struct {
 	g         *group
+	ctx       context.Context // the caller's, for the case's model calls
 	id        string
 	args      [3][]byte // encoded arguments (may be shared: read only)
 	ids       [3]int32  // each argument's ArgCache id
@@ -103,12 +106,12 @@ type batchRun struct {
 
 // worker is a goroutine that scores batches with its own Caller.
 type worker struct {
+	engine  *Engine
 	caller  *cpython.Caller
 	slot    *skynetmod.Slot // the batch's observations, for the skynet module
 	retired atomic.Bool     // replaced after a stuck call; exits when it returns
 	mu      sync.Mutex      // guards run against the batch being freed
 	run     *batchRun
-	avg     time.Duration // moving average of case time, sizes batches
 
 	// Reused from batch to batch.
 	args cpython.BatchArgs
@@ -120,7 +123,8 @@ func (e *Engine) startWorker() error {
 	if err != nil {
 		return fmt.Errorf("engine: %w", err)
 	}
-	w := &worker{caller: c, slot: skynetmod.NewSlot()}
+	w := &worker{engine: e, caller: c, slot: skynetmod.NewSlot()}
+	w.slot.SetModel(func(i int, req llm.Request) (string, error) { return e.callModel(w, i, req) })
 	e.poolMu.Lock()
 	e.pool = append(e.pool, w)
 	e.poolMu.Unlock()
@@ -163,12 +167,34 @@ func (e *Engine) workerLoop(w *worker) {
 	}
 }
 
+// callModel makes an llm() call for case i of w's running batch, on the
+// worker's thread with the GIL released. It is cut short by the caller's
+// context and by the case's remaining time.
+func (e *Engine) callModel(w *worker, i int, req llm.Request) (string, error) {
+	ctx, remaining := context.Background(), e.timeout
+	w.mu.Lock()
+	if br := w.run; br != nil && i < len(br.jobs) {
+		if j := br.jobs[i]; j.ctx != nil {
+			ctx = j.ctx
+		}
+		if cur, running := br.b.Current(); cur == i {
+			remaining = e.timeout - running
+		}
+	}
+	w.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, remaining)
+	defer cancel()
+	reply, err := e.llm.Call(ctx, llm.RoleMetric, req)
+	return reply.Text, err
+}
+
 // batchSize is how many cases fill about batchBudget at the recent pace.
 func (w *worker) batchSize() int {
-	if w.avg <= 0 {
-		return maxBatch
+	avg := time.Duration(w.engine.avgCase.Load())
+	if avg <= 0 {
+		return 1 // nothing measured yet: a slow metric must not be hoarded by one worker
 	}
-	return max(1, min(maxBatch, int(batchBudget/w.avg)))
+	return max(1, min(maxBatch, int(batchBudget/avg)))
 }
 
 // take collects the waiting jobs, parcel by parcel, up to the batch size,
@@ -269,11 +295,11 @@ func (e *Engine) runBatch(w *worker, jobs []*scoreJob) {
 	br.mu.Unlock()
 	if finished > 0 {
 		per := total / time.Duration(finished)
-		if w.avg == 0 {
-			w.avg = per
-		} else {
-			w.avg = (w.avg*3 + per) / 4
+		old := time.Duration(e.avgCase.Load())
+		if old > 0 {
+			per = (old*3 + per) / 4
 		}
+		e.avgCase.Store(int64(per)) // racing workers may drop an update; it is only a size hint
 	}
 	if len(leftover) > 0 {
 		e.requeue(leftover)

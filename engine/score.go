@@ -73,7 +73,7 @@ func tagName(t byte) string {
 // only by ctx.
 func (e *Engine) Score(ctx context.Context, c Case) Result {
 	g := newGroup(1)
-	e.prepare(&g.jobs[0], c)
+	e.prepare(ctx, &g.jobs[0], c)
 	if !e.submit(ctx, g) {
 		return e.result(&g.jobs[0])
 	}
@@ -83,8 +83,8 @@ func (e *Engine) Score(ctx context.Context, c Case) Result {
 
 // prepare encodes a case into j; a case that cannot be encoded gets its
 // input error delivered at once.
-func (e *Engine) prepare(j *scoreJob, c Case) {
-	j.id = c.ID
+func (e *Engine) prepare(ctx context.Context, j *scoreJob, c Case) {
+	j.id, j.ctx = c.ID, ctx
 	if c.invalid != nil {
 		r := failed(c.ID, KindInput, c.invalid.Error())
 		j.deliver(outcome{final: &r})
@@ -165,7 +165,7 @@ func (e *Engine) ScoreAll(ctx context.Context, cases iter.Seq[Case], window int)
 			flush := func() bool {
 				g := newGroup(len(buf))
 				for i, c := range buf {
-					e.prepare(&g.jobs[i], c)
+					e.prepare(ctx, &g.jobs[i], c)
 				}
 				buf = buf[:0]
 				e.submit(ctx, g)
@@ -226,6 +226,12 @@ func logsOf(o outcome) string {
 
 // result turns a finished job's outcome into a Result.
 func (e *Engine) result(j *scoreJob) Result {
+	r := e.outcomeResult(j)
+	r.Observation = j.obs
+	return r
+}
+
+func (e *Engine) outcomeResult(j *scoreJob) Result {
 	o := j.out
 	if o.final != nil {
 		return *o.final

@@ -22,10 +22,17 @@ class _RewardSideInfo(TypedDict):
     feedback: str
     scores: _Scores
 
-def llm(instructions: str, input: Any = ..., *, temperature: Optional[float] = ..., max_tokens: Optional[int] = ...) -> str:
-    """One chat call; returns the model's text. From score it goes to the
-    metric model (the reflection model when none is set); from run code to
-    the task model. Raises RuntimeError when no model is configured."""
+class LLMError(RuntimeError):
+    """A model call failed after its retries, or was cut short by the
+    case's time limit."""
+
+def llm(instructions: str, input: Any = None, *, temperature: Optional[float] = None, max_tokens: Optional[int] = None) -> str:
+    """One chat call; returns the model's text. `input` is sent as the user
+    message (a non-str value as JSON). From score it goes to the metric
+    model (the reflection model when none is set); from run code to the
+    task model. The GIL is released while the host waits on the network.
+    Raises LLMError when the call fails after retries, RuntimeError when no
+    model is configured."""
 
 def reward(spec: Mapping[str, Any], accuracy: float, feedback: str) -> Tuple[float, _RewardSideInfo]:
     """Combines accuracy with the measured run time and cost of the current

@@ -99,11 +99,86 @@ static PyObject *sk_reward(PyObject *self, PyObject *args, PyObject *kwargs) {
     return res;
 }
 
+static PyObject *llm_error; // skynet.LLMError, kept for the process lifetime
+
+// utf8_of returns a borrowed UTF-8 view of a str, or of json.dumps(o) for
+// other values (kept alive in *holder).
+static const char *utf8_of(PyObject *o, Py_ssize_t *n, PyObject **holder) {
+    *holder = NULL;
+    if (PyUnicode_Check(o)) return PyUnicode_AsUTF8AndSize(o, n); // borrowed from o
+    PyObject *json = PyImport_ImportModule("json"); // new ref
+    if (!json) return NULL;
+    *holder = PyObject_CallMethod(json, "dumps", "O", o); // new ref
+    Py_DECREF(json);
+    if (!*holder) return NULL;
+    return PyUnicode_AsUTF8AndSize(*holder, n);
+}
+
+// llm(instructions, input=None, *, temperature=None, max_tokens=None) -> str.
+// The GIL is released for the whole network wait.
 static PyObject *sk_llm(PyObject *self, PyObject *args, PyObject *kwargs) {
-    PyErr_SetString(PyExc_RuntimeError,
-                    "skynet.llm: no model is configured, so there is no model to call "
-                    "(model calls are not available in this build yet)");
-    return NULL;
+    static char *kwlist[] = {"instructions", "input", "temperature", "max_tokens", NULL};
+    PyObject *instr, *input = Py_None, *temp = Py_None, *maxtok = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "U|O$OO:llm", kwlist, &instr, &input, &temp, &maxtok))
+        return NULL;
+    sky_thread *t = sky_current_thread();
+    if (!t || !t->context) {
+        PyErr_Format(PyExc_RuntimeError, "skynet.llm() %s", no_case);
+        return NULL;
+    }
+    double temperature = 0;
+    long long max_tokens = 0;
+    if (temp != Py_None) {
+        if (PyBool_Check(temp) || !(PyFloat_Check(temp) || PyLong_Check(temp))) {
+            PyErr_SetString(PyExc_TypeError, "skynet.llm(): temperature must be a number");
+            return NULL;
+        }
+        temperature = PyFloat_AsDouble(temp);
+        if (temperature == -1.0 && PyErr_Occurred()) return NULL;
+    }
+    if (maxtok != Py_None) {
+        if (PyBool_Check(maxtok) || !PyLong_Check(maxtok)) {
+            PyErr_SetString(PyExc_TypeError, "skynet.llm(): max_tokens must be an int");
+            return NULL;
+        }
+        max_tokens = PyLong_AsLongLong(maxtok);
+        if (max_tokens == -1 && PyErr_Occurred()) return NULL;
+        if (max_tokens <= 0) {
+            PyErr_SetString(PyExc_ValueError, "skynet.llm(): max_tokens must be positive");
+            return NULL;
+        }
+    }
+    Py_ssize_t ilen, nlen = 0;
+    const char *is = PyUnicode_AsUTF8AndSize(instr, &ilen); // borrowed from instr
+    if (!is) return NULL;
+    PyObject *holder = NULL;
+    const char *ns = "";
+    if (input != Py_None) {
+        ns = utf8_of(input, &nlen, &holder);
+        if (!ns) return NULL;
+    }
+    sky_llm_out out;
+    memset(&out, 0, sizeof out);
+    uintptr_t ctx = t->context;
+    int64_t index = t->case_index;
+    // The strings stay valid without the GIL: instr and input are held by
+    // the caller's frame and holder by us, and str contents never change.
+    t->inside = 0;
+    Py_BEGIN_ALLOW_THREADS
+    skynetLLM(ctx, index, (char *)is, (size_t)ilen, (char *)ns, (size_t)nlen, temp != Py_None, temperature,
+              maxtok != Py_None, max_tokens, &out);
+    Py_END_ALLOW_THREADS
+    t->inside = 1;
+    Py_XDECREF(holder);
+    if (out.error) {
+        PyErr_SetString(out.no_model ? PyExc_RuntimeError : llm_error, out.error);
+        free(out.error);
+        free(out.text);
+        return NULL;
+    }
+    PyObject *res = PyUnicode_DecodeUTF8(out.text ? out.text : "", (Py_ssize_t)out.text_len, "replace");
+    free(out.text);
+    return res;
 }
 
 static PyMethodDef skynet_methods[] = {
@@ -118,7 +193,22 @@ static PyMethodDef skynet_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static PyModuleDef_Slot skynet_slots[] = {{0, NULL}};
+static int skynet_exec(PyObject *m) {
+    if (!llm_error) {
+        llm_error = PyErr_NewExceptionWithDoc("skynet.LLMError",
+                                              "A model call failed after its retries (or was cut short by the case's time limit).",
+                                              PyExc_RuntimeError, NULL); // new ref, kept forever
+        if (!llm_error) return -1;
+    }
+    Py_INCREF(llm_error);
+    if (PyModule_AddObject(m, "LLMError", llm_error) < 0) { // steals on success
+        Py_DECREF(llm_error);
+        return -1;
+    }
+    return 0;
+}
+
+static PyModuleDef_Slot skynet_slots[] = {{Py_mod_exec, skynet_exec}, {0, NULL}};
 
 static struct PyModuleDef skynet_module = {
     PyModuleDef_HEAD_INIT, "skynet",

@@ -13,11 +13,14 @@ package skynetmod
 import "C"
 
 import (
+	"errors"
+	"fmt"
 	"runtime/cgo"
 	"sync"
 	"sync/atomic"
 
 	"github.com/skynetml/skynet/cpython"
+	"github.com/skynetml/skynet/llm"
 	"github.com/skynetml/skynet/reward"
 )
 
@@ -45,6 +48,20 @@ type Observation struct {
 type Slot struct {
 	handle cgo.Handle
 	cur    atomic.Pointer[[]*Observation]
+	model  atomic.Pointer[ModelFunc]
+}
+
+// ModelFunc makes llm() calls for case i of the current batch. The engine
+// sets it: it knows the model, the role and the case's remaining time.
+type ModelFunc func(i int, req llm.Request) (string, error)
+
+// SetModel routes this slot's llm() calls; nil leaves llm() unconfigured.
+func (s *Slot) SetModel(f ModelFunc) {
+	if f == nil {
+		s.model.Store(nil)
+		return
+	}
+	s.model.Store(&f)
 }
 
 // NewSlot returns a Slot; Close it when the worker ends.
@@ -180,4 +197,44 @@ func skynetReward(ctx C.uintptr_t, index C.int64_t, spec *C.char, specLen C.size
 		C.double(parts.Speed), C.double(parts.Cost)
 	out.feedback = C.CString(parts.Feedback)
 	out.feedback_len = C.size_t(len(parts.Feedback))
+}
+
+//export skynetLLM
+func skynetLLM(ctx C.uintptr_t, index C.int64_t, instr *C.char, instrLen C.size_t, input *C.char, inputLen C.size_t,
+	hasTemp C.int, temp C.double, hasMax C.int, maxTokens C.longlong, out *C.sky_llm_out) {
+	defer func() {
+		if r := recover(); r != nil {
+			out.error = C.CString(fmt.Sprintf("skynet.llm: internal error: %v", r))
+		}
+	}()
+	s, ok := slotOf(ctx)
+	f := (*ModelFunc)(nil)
+	if ok {
+		f = s.model.Load()
+	}
+	if f == nil {
+		out.no_model = 1
+		out.error = C.CString("skynet.llm: " + (&llm.NoModelError{Role: llm.RoleMetric}).Error())
+		return
+	}
+	req := llm.Request{Instructions: C.GoStringN(instr, C.int(instrLen)), Input: C.GoStringN(input, C.int(inputLen))}
+	if hasTemp != 0 {
+		t := float64(temp)
+		req.Temperature = &t
+	}
+	if hasMax != 0 {
+		m := int(maxTokens)
+		req.MaxTokens = &m
+	}
+	text, err := (*f)(int(index), req)
+	if err != nil {
+		var nm *llm.NoModelError
+		if errors.As(err, &nm) {
+			out.no_model = 1
+		}
+		out.error = C.CString("skynet.llm: " + err.Error())
+		return
+	}
+	out.text = C.CString(text)
+	out.text_len = C.size_t(len(text))
 }

@@ -21,6 +21,14 @@ typedef struct {
     char *error;       // set on failure: the ValueError message
 } sky_reward_out;
 
+// sky_llm_out is llm()'s result; text/error are malloc'd by Go.
+typedef struct {
+    char *text;
+    size_t text_len;
+    char *error;
+    int no_model;      // the error is "no model configured"
+} sky_llm_out;
+
 int skynetmod_register(void);
 
 #endif

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/skynetml/skynet/cpython"
+	"github.com/skynetml/skynet/llm"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -163,7 +164,50 @@ func TestLLMWithoutModelIsClear(t *testing.T) {
 	pe, ok := cpython.AsError(err)
 	require.True(t, ok)
 	assert.Equal(t, "RuntimeError", pe.Type)
-	assert.Contains(t, pe.Message, "no model is configured")
+	assert.Equal(t, "skynet.llm: no metric model is configured: set --metric-model or --reflection-model (or SKYNET_METRIC_MODEL / SKYNET_REFLECTION_MODEL)", pe.Message)
+}
+
+func TestLLMCallsTheSlotsModel(t *testing.T) {
+	fn := function(t, "f", `
+import skynet
+def f():
+    out = [skynet.llm("Judge.", input="2+2=4"), skynet.llm("Judge.", input={"q": 1}, temperature=0, max_tokens=5)]
+    try:
+        skynet.llm("fail please")
+    except skynet.LLMError as exc:
+        out.append(str(exc))
+    try:
+        skynet.llm("x", max_tokens=True)
+    except TypeError as exc:
+        out.append(str(exc))
+    return out
+`)
+	var got []llm.Request
+	c, err := cpython.NewCaller(0)
+	require.NoError(t, err)
+	defer c.Close()
+	slot := NewSlot()
+	defer slot.Close()
+	slot.Set([]*Observation{{}})
+	slot.SetModel(func(i int, req llm.Request) (string, error) {
+		got = append(got, req)
+		if req.Instructions == "fail please" {
+			return "", &llm.Error{Model: "m/x", Attempts: 5, Status: 500, Msg: "HTTP 500: boom"}
+		}
+		return "PASS because " + req.Input, nil
+	})
+	v, err := c.Call(fn, nil, 0, cpython.NewToken(), false, slot.Handle())
+	require.NoError(t, err)
+	assert.Equal(t, []any{
+		"PASS because 2+2=4",
+		`PASS because {"q": 1}`,
+		"skynet.llm: model m/x: HTTP 500: boom (after 5 attempts)",
+		"skynet.llm(): max_tokens must be an int",
+	}, v)
+	require.Len(t, got, 3)
+	assert.Equal(t, 0.0, *got[1].Temperature)
+	assert.Equal(t, 5, *got[1].MaxTokens)
+	assert.Nil(t, got[0].Temperature)
 }
 
 // TestStubMatchesModule keeps skynet.pyi in step with the module's functions.
@@ -172,7 +216,9 @@ func TestStubMatchesModule(t *testing.T) {
 import ast, skynet
 def f(stub):
     tree = ast.parse(stub)
-    stubbed = sorted(n.name for n in tree.body if isinstance(n, ast.FunctionDef))
+    # Functions and exception classes; the TypedDicts exist only for typing.
+    stubbed = sorted(n.name for n in tree.body if isinstance(n, ast.FunctionDef)
+                     or (isinstance(n, ast.ClassDef) and n.name.endswith("Error")))
     real = sorted(n for n in dir(skynet) if not n.startswith("_") and callable(getattr(skynet, n)))
     return [stubbed, real]
 `)
@@ -185,5 +231,5 @@ def f(stub):
 	require.NoError(t, err)
 	pair := v.([]any)
 	assert.Equal(t, pair[1], pair[0], "skynet.pyi functions == module functions")
-	assert.Equal(t, []any{"llm", "observation", "reward", "service_cost"}, pair[1])
+	assert.Equal(t, []any{"LLMError", "llm", "observation", "reward", "service_cost"}, pair[1])
 }

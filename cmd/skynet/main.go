@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/skynetml/skynet/llm"
 	"github.com/skynetml/skynet/skynetmod"
 )
 
@@ -39,6 +40,43 @@ Run "skynet COMMAND -h" for a command's flags.
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// envModels is the model configuration read from the environment before
+// the API keys are removed from it (so Python code never sees them).
+var envModels = func() llm.Config {
+	c := llm.ConfigFromEnv()
+	llm.ScrubEnv()
+	return c
+}()
+
+// modelFlags are the flags that configure skynet.llm().
+type modelFlags struct {
+	metric, reflection, task, baseURL, prices *string
+}
+
+func addModelFlags(fs *flag.FlagSet) modelFlags {
+	return modelFlags{
+		metric:     fs.String("metric-model", envModels.MetricModel, "model for llm() calls from score, as provider/model (default: the reflection model; env SKYNET_METRIC_MODEL)"),
+		reflection: fs.String("reflection-model", envModels.ReflectionModel, "reflection model, provider/model (env SKYNET_REFLECTION_MODEL)"),
+		task:       fs.String("task-model", envModels.TaskModel, "model for llm() calls from run code (env SKYNET_TASK_MODEL)"),
+		baseURL:    fs.String("llm-base-url", envModels.BaseURL, "OpenAI-compatible API base URL (env SKYNET_LLM_BASE_URL or OPENAI_BASE_URL; default "+llm.DefaultBaseURL+")"),
+		prices:     fs.String("prices", "", "price file: JSON keyed by model, {input_per_mtok, output_per_mtok} or LiteLLM's per-token file"),
+	}
+}
+
+// client builds the model client; the API key comes from the environment only.
+func (m modelFlags) client() (*llm.Client, error) {
+	cfg := envModels
+	cfg.MetricModel, cfg.ReflectionModel, cfg.TaskModel, cfg.BaseURL = *m.metric, *m.reflection, *m.task, *m.baseURL
+	if *m.prices != "" {
+		p, err := llm.LoadPrices(*m.prices)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Prices = p
+	}
+	return llm.New(cfg)
 }
 
 func run(args []string, stdout, stderr io.Writer) int {

@@ -3,6 +3,10 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -176,4 +180,33 @@ func TestStub(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(dir, "skynet.pyi"))
 	require.NoError(t, err)
 	assert.Contains(t, string(b), "def reward(spec")
+}
+
+// The seed's judge metric end to end from the CLI, against a fake
+// OpenAI-compatible server on loopback.
+func TestScoreJudgeAgainstFakeServer(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		verdict := "FAIL. Wrong."
+		if strings.Contains(string(body), "Answer: 4") || strings.Contains(string(body), "Answer: Yes") {
+			verdict = "PASS. Right."
+		}
+		fmt.Fprintf(w, `{"choices": [{"message": {"content": %q}}], "usage": {"prompt_tokens": 100, "completion_tokens": 10}}`, verdict)
+	}))
+	defer srv.Close()
+	prices := filepath.Join(t.TempDir(), "prices.json")
+	require.NoError(t, os.WriteFile(prices, []byte(`{"openai/gpt-4o-mini": {"input_per_mtok": 0.15, "output_per_mtok": 0.6}}`), 0o644))
+	dir := "../../testdata/judge/"
+	code, out, errOut := skynet("score", "--metric", dir+"metric.py", "--data", dir+"cases.jsonl",
+		"--reflection-model", "openai/gpt-4o-mini", "--llm-base-url", srv.URL+"/v1", "--prices", prices)
+	require.Equal(t, exitOK, code, errOut)
+	lines := resultLines(t, out)
+	require.Len(t, lines, 3)
+	assert.Equal(t, []float64{1, 0, 1}, []float64{lines[0].Score, lines[1].Score, lines[2].Score})
+	assert.Equal(t, "FAIL. Wrong.", lines[1].Feedback)
+	assert.Contains(t, errOut, "metric model openai/gpt-4o-mini: 3 call(s), 0 failed, 0 retries, 300 input + 30 output tokens, cost $0.000063")
+
+	code, _, errOut = skynet("score", "--metric", dir+"metric.py", "--data", dir+"cases.jsonl", "--prices", "no/such.json")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, errOut, "price file")
 }

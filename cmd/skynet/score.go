@@ -20,6 +20,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/skynetml/skynet/engine"
+	"github.com/skynetml/skynet/llm"
 )
 
 // resultLine is one line of the results file (SPEC §4, plus logs, warnings
@@ -49,7 +50,8 @@ func runScore(args []string, stdout, stderr io.Writer) int {
 	data := fs.String("data", "", `case file (JSONL), or "-" for standard input`)
 	out := fs.String("out", "", "results file (JSONL); default standard output")
 	timeout := fs.Duration("timeout", engine.DefaultTimeout, "time limit per score call (at most 600s)")
-	workers := fs.Int("workers", 1, "Python worker threads")
+	workers := fs.Int("workers", 1, "Python worker threads (more help only when score waits on llm(); see README)")
+	models := addModelFlags(fs)
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
 	}
@@ -81,7 +83,12 @@ func runScore(args []string, stdout, stderr io.Writer) int {
 		results = protectStdout(stdout)
 	}
 
-	e, err := engine.Open(engine.Options{Metric: *metric, Timeout: *timeout, Workers: *workers})
+	client, err := models.client()
+	if err != nil {
+		fmt.Fprintf(stderr, "skynet score: %v\n", err)
+		return exitUsage
+	}
+	e, err := engine.Open(engine.Options{Metric: *metric, Timeout: *timeout, Workers: *workers, LLM: client})
 	if err != nil {
 		var ce *engine.CheckError
 		if errors.As(err, &ce) {
@@ -112,6 +119,7 @@ func runScore(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	st.print(summary, ctx.Err() != nil)
+	printModelUse(summary, client)
 	return exitOK
 }
 
@@ -336,13 +344,15 @@ func appendString(b []byte, s string) []byte {
 
 // stats is the run's summary.
 type stats struct {
-	start    time.Time
-	elapsed  time.Duration
-	count    int
-	sum      float64
-	named    map[string]*mean
-	errors   map[engine.ErrorKind]int
-	warnings int
+	runCost    float64 // sum of the cases' measured run cost
+	unmeasured int     // cases without a measured run cost
+	start      time.Time
+	elapsed    time.Duration
+	count      int
+	sum        float64
+	named      map[string]*mean
+	errors     map[engine.ErrorKind]int
+	warnings   int
 }
 
 type mean struct {
@@ -356,6 +366,11 @@ func newStats() *stats {
 
 func (s *stats) add(r engine.Result) {
 	s.count++
+	if c := r.Observation.CostUSD; c != nil {
+		s.runCost += *c
+	} else {
+		s.unmeasured++
+	}
 	s.sum += r.Score
 	if r.Err != nil {
 		s.errors[r.Err.Kind]++
@@ -413,9 +428,27 @@ func (s *stats) print(w io.Writer, interrupted bool) {
 	} else {
 		fmt.Fprintf(w, "errors: %d (%s)\n", total, strings.Join(kinds, ", "))
 	}
+	if s.unmeasured < s.count {
+		fmt.Fprintf(w, "run cost: $%.6f over %d case(s) with a measured cost (%d without)\n", s.runCost, s.count-s.unmeasured, s.unmeasured)
+	}
 	if s.warnings > 0 {
 		fmt.Fprintf(w, "warnings: %d case(s) had side-info keys dropped (see \"warnings\" in the results)\n", s.warnings)
 	}
+}
+
+// printModelUse adds the model calls to the summary: metric-model cost is
+// accounted apart from the run's cost (which the case observations carry).
+func printModelUse(w io.Writer, c *llm.Client) {
+	s := c.Stats(llm.RoleMetric)
+	if s.Calls == 0 {
+		return
+	}
+	cost := fmt.Sprintf("$%.6f", s.CostUSD)
+	if s.Unpriced > 0 {
+		cost += fmt.Sprintf(" (%d call(s) without a price: not measured; see --prices)", s.Unpriced)
+	}
+	fmt.Fprintf(w, "metric model %s: %d call(s), %d failed, %d retries, %d input + %d output tokens, cost %s\n",
+		c.Model(llm.RoleMetric), s.Calls, s.Failures, s.Retries, s.InputTokens, s.OutputTokens, cost)
 }
 
 // progress draws a one-line bar on a terminal.
