@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/skynetml/skynet/cpython"
+	"github.com/skynetml/skynet/llm"
 	"github.com/stretchr/testify/require"
 )
 
@@ -153,5 +154,31 @@ func repeatCase(c Case, n int) iter.Seq[Case] {
 				return
 			}
 		}
+	}
+}
+
+// BenchmarkJudgeWorkers: a judge metric whose model answers in 50 ms, for
+// 1, 8 and 64 workers; cases/s should approach workers / 50 ms.
+func BenchmarkJudgeWorkers(b *testing.B) {
+	for _, workers := range []int{1, 8, 64} {
+		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
+			j := newJudge(b, 50*time.Millisecond)
+			c, err := llm.New(llm.Config{ReflectionModel: "openai/m", BaseURL: j.URL + "/v1", MaxInFlight: 256})
+			require.NoError(b, err)
+			e, err := Open(Options{Metric: "../testdata/judge/metric.py", LLM: c, Workers: workers})
+			require.NoError(b, err)
+			defer e.Close()
+			judged := Case{ID: "j", Input: map[string]any{"question": "2+2?"}, Output: "4"}
+			b.ResetTimer()
+			start := time.Now()
+			for _, r := range e.ScoreAll(ctx, repeatCase(judged, b.N), 0) {
+				if r.Err != nil {
+					b.Fatal(r.Err)
+				}
+			}
+			rate := float64(b.N) / time.Since(start).Seconds()
+			b.ReportMetric(rate, "cases/s")
+			b.ReportMetric(rate/(float64(workers)/0.05), "of-ideal")
+		})
 	}
 }

@@ -27,7 +27,7 @@ type judgeServer struct {
 	hang  bool
 }
 
-func newJudge(t *testing.T, delay time.Duration) *judgeServer {
+func newJudge(t testing.TB, delay time.Duration) *judgeServer {
 	j := &judgeServer{delay: delay}
 	j.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req struct {
