@@ -76,14 +76,15 @@ type Engine struct {
 	spec       *reward.Spec
 	loadChecks []Check
 
-	jobs    chan []*scoreJob
-	quit    chan struct{}
-	workers sync.WaitGroup
-	poolMu  sync.Mutex
-	pool    []*worker // live workers, for the watchdog
-	closing sync.Once
-	closed  atomic.Bool
-	avgCase atomic.Int64 // moving average of a case's time in ns, sizes batches
+	jobs       chan []*scoreJob
+	quit       chan struct{}
+	workers    sync.WaitGroup
+	poolMu     sync.Mutex
+	pool       []*worker // live workers, for the watchdog
+	closing    sync.Once
+	closed     atomic.Bool
+	avgCase    atomic.Int64 // moving average of a case's time in ns, sizes batches
+	scoreCalls atomic.Int64
 
 	cache *cpython.ArgCache // Python objects of repeated argument values
 	llm   *llm.Client
@@ -123,9 +124,26 @@ func EnvLLM() (*llm.Client, error) {
 	return envClient, envErr
 }
 
-// LLM is the client that makes this engine's skynet.llm() calls; its Stats
-// count the calls, tokens and cost by role.
+// LLM is the client that makes this engine's skynet.llm() calls.
 func (e *Engine) LLM() *llm.Client { return e.llm }
+
+// Stats counts what an engine has done, for optimizers that enforce budgets.
+type Stats struct {
+	// ScoreCalls is how many times score was called (run to the end or not).
+	ScoreCalls int64
+	// Models counts llm() calls, tokens, cost and cache hits by role. They
+	// are the client's: totals over every engine that shares it.
+	Models map[llm.Role]llm.Stats
+}
+
+// Stats returns the engine's counts so far.
+func (e *Engine) Stats() Stats {
+	s := Stats{ScoreCalls: e.scoreCalls.Load(), Models: map[llm.Role]llm.Stats{}}
+	for _, r := range []llm.Role{llm.RoleMetric, llm.RoleReflection, llm.RoleTask} {
+		s.Models[r] = e.llm.Stats(r)
+	}
+	return s
+}
 
 // Open loads the metric and checks its signature (and REWARD_SPEC when it
 // defines one). A failed check is returned as a *CheckError.

@@ -78,7 +78,9 @@ func TestJudgeMetric(t *testing.T) {
 		"q2 0 FAIL. The answer is wrong.",
 		"q3 1 PASS. The answer is right.",
 	}, got)
-	s := e.LLM().Stats(llm.RoleMetric)
+	st := e.Stats()
+	assert.Equal(t, int64(3), st.ScoreCalls)
+	s := st.Models[llm.RoleMetric]
 	assert.Equal(t, int64(3), s.Calls)
 	assert.Equal(t, int64(90), s.InputTokens)
 	assert.InDelta(t, 3*(30*0.15e-6+6*0.6e-6), s.CostUSD, 1e-15)

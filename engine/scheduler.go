@@ -259,6 +259,7 @@ func (e *Engine) runBatch(w *worker, jobs []*scoreJob) {
 	w.mu.Unlock()
 	w.obs = obs
 	finished := w.caller.ScoreBatch(b, e.score, nargs, args, e.cache, br.tokenBase, true, w.slot.Handle(), batchBudget)
+	e.scoreCalls.Add(int64(finished))
 	w.mu.Lock()
 	w.run = nil
 	w.mu.Unlock()

@@ -67,6 +67,10 @@ type Config struct {
 	MaxRetries int
 	// HTTPClient, if set, makes the requests.
 	HTTPClient *http.Client
+	// Cache, if set, replays temperature-0 calls of the reflection and task
+	// models, and of the metric model when CacheMetric is set. Hits cost 0.
+	Cache       *Cache
+	CacheMetric bool
 }
 
 // ConfigFromEnv fills a Config from SKYNET_METRIC_MODEL, SKYNET_REFLECTION_MODEL,
@@ -113,8 +117,10 @@ type Reply struct {
 	Model        string
 	InputTokens  int64
 	OutputTokens int64
-	// CostUSD is nil when the model has no price.
+	// CostUSD is nil when the model has no price; 0 for a cache hit.
 	CostUSD *float64
+	// Cached says the reply came from the cache.
+	Cached bool
 }
 
 // Error is a call that failed after its retries, or could not be made.
@@ -154,13 +160,17 @@ type Stats struct {
 	OutputTokens int64
 	CostUSD      float64
 	Unpriced     int64 // calls whose cost could not be measured
+	CacheHits    int64
 }
 
 type counters struct {
-	calls, failures, retries, in, out, unpriced atomic.Int64
-	mu                                          sync.Mutex
-	cost                                        float64
+	calls, failures, retries, in, out, unpriced, hits atomic.Int64
+	mu                                                sync.Mutex
+	cost                                              float64
 }
+
+// Close closes the cache, if any. Idempotent.
+func (c *Client) Close() error { return c.cfg.Cache.Close() }
 
 // Client calls models. Safe for concurrent use.
 type Client struct {
@@ -241,7 +251,8 @@ func (c *Client) Stats(role Role) Stats {
 	cost := k.cost
 	k.mu.Unlock()
 	return Stats{Calls: k.calls.Load(), Failures: k.failures.Load(), Retries: k.retries.Load(),
-		InputTokens: k.in.Load(), OutputTokens: k.out.Load(), CostUSD: cost, Unpriced: k.unpriced.Load()}
+		InputTokens: k.in.Load(), OutputTokens: k.out.Load(), CostUSD: cost, Unpriced: k.unpriced.Load(),
+		CacheHits: k.hits.Load()}
 }
 
 func (c *Client) limitFor(model string) *limit {
@@ -293,10 +304,14 @@ func (c *Client) Call(ctx context.Context, role Role, req Request) (Reply, error
 	}
 	k := c.stats[role]
 	k.calls.Add(1)
-	reply, err := c.call(ctx, model, req, k)
+	reply, err := c.call(ctx, model, req, k, c.cacheable(role, req))
 	if err != nil {
 		k.failures.Add(1)
 		return reply, err
+	}
+	if reply.Cached {
+		k.hits.Add(1)
+		return reply, nil
 	}
 	k.in.Add(reply.InputTokens)
 	k.out.Add(reply.OutputTokens)
@@ -310,7 +325,13 @@ func (c *Client) Call(ctx context.Context, role Role, req Request) (Reply, error
 	return reply, nil
 }
 
-func (c *Client) call(ctx context.Context, model string, req Request, k *counters) (Reply, error) {
+// cacheable: only temperature-0 calls, and metric-model calls only on request.
+func (c *Client) cacheable(role Role, req Request) bool {
+	return c.cfg.Cache != nil && req.Temperature != nil && *req.Temperature == 0 &&
+		(role != RoleMetric || c.cfg.CacheMetric)
+}
+
+func (c *Client) call(ctx context.Context, model string, req Request, k *counters, cacheable bool) (Reply, error) {
 	name := model[strings.Index(model, "/")+1:]
 	messages := []chatMessage{{Role: "system", Content: req.Instructions}}
 	if req.Input != "" {
@@ -319,6 +340,15 @@ func (c *Client) call(ctx context.Context, model string, req Request, k *counter
 	body, err := json.Marshal(chatRequest{Model: name, Messages: messages, Temperature: req.Temperature, MaxTokens: req.MaxTokens})
 	if err != nil {
 		return Reply{}, &Error{Model: model, Msg: err.Error()}
+	}
+	var key []byte
+	if cacheable {
+		key = cacheKey(model, body)
+		if hit, ok := c.cfg.Cache.get(key); ok {
+			zero := 0.0
+			return Reply{Text: hit.Text, Model: model, InputTokens: hit.InputTokens, OutputTokens: hit.OutputTokens,
+				CostUSD: &zero, Cached: true}, nil
+		}
 	}
 	l := c.limitFor(model)
 	select {
@@ -337,6 +367,10 @@ func (c *Client) call(ctx context.Context, model string, req Request, k *counter
 		}
 		reply, status, retryAfter, err := c.once(ctx, model, name, body)
 		if err == nil {
+			if key != nil {
+				// A failed write only costs a future hit; the reply is good.
+				_ = c.cfg.Cache.put(key, cachedReply{Text: reply.Text, InputTokens: reply.InputTokens, OutputTokens: reply.OutputTokens})
+			}
 			return reply, nil
 		}
 		retryable := status == http.StatusTooManyRequests || status >= 500 || (status == 0 && ctx.Err() == nil && isConnError(err))

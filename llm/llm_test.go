@@ -241,3 +241,44 @@ func TestPrices(t *testing.T) {
 		assert.ErrorContains(t, err, want, body)
 	}
 }
+
+func TestCache(t *testing.T) {
+	f := newFake(t, ok("cached answer", 10, 2))
+	path := t.TempDir() + "/cache.db"
+	cache, err := OpenCache(path)
+	require.NoError(t, err)
+	c := client(t, f, Config{TaskModel: "openai/gpt-4o-mini", Cache: cache,
+		Prices: Prices{"gpt-4o-mini": {Input: 1e-6, Output: 1e-6}}})
+	zero, warm := 0.0, 0.7
+	call := func(role Role, temp *float64) Reply {
+		r, err := c.Call(context.Background(), role, Request{Instructions: "Summarise.", Input: "text", Temperature: temp})
+		require.NoError(t, err)
+		return r
+	}
+	first := call(RoleTask, &zero)
+	second := call(RoleTask, &zero)
+	assert.False(t, first.Cached)
+	assert.True(t, second.Cached)
+	assert.Equal(t, "cached answer", second.Text)
+	assert.Equal(t, 0.0, *second.CostUSD, "hits cost 0")
+	assert.Equal(t, int64(1), f.requests.Load())
+	call(RoleTask, &warm)
+	call(RoleTask, nil)
+	assert.Equal(t, int64(3), f.requests.Load(), "only temperature-0 calls are cached")
+	call(RoleMetric, &zero)
+	call(RoleMetric, &zero)
+	assert.Equal(t, int64(5), f.requests.Load(), "metric-model calls are not cached unless enabled")
+	s := c.Stats(RoleTask)
+	assert.Equal(t, int64(1), s.CacheHits)
+	assert.InDelta(t, 3*12e-6, s.CostUSD, 1e-15, "a hit adds no cost")
+	require.NoError(t, cache.Close())
+
+	// The cache persists, and the metric model uses it when asked to.
+	cache, err = OpenCache(path)
+	require.NoError(t, err)
+	defer cache.Close()
+	c = client(t, f, Config{TaskModel: "openai/gpt-4o-mini", Cache: cache, CacheMetric: true})
+	assert.True(t, call(RoleTask, &zero).Cached)
+	call(RoleMetric, &zero)
+	assert.True(t, call(RoleMetric, &zero).Cached)
+}

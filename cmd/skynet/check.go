@@ -41,6 +41,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "skynet check: %v\n", err)
 		return exitUsage
 	}
+	defer client.Close()
 	var checks []engine.Check
 	e, err := engine.Open(engine.Options{Metric: *metric, Samples: *samples, Timeout: *timeout, LLM: client})
 	var ce *engine.CheckError

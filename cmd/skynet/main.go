@@ -52,16 +52,19 @@ var envModels = func() llm.Config {
 
 // modelFlags are the flags that configure skynet.llm().
 type modelFlags struct {
-	metric, reflection, task, baseURL, prices *string
+	metric, reflection, task, baseURL, prices, cache *string
+	cacheMetric                                      *bool
 }
 
 func addModelFlags(fs *flag.FlagSet) modelFlags {
 	return modelFlags{
-		metric:     fs.String("metric-model", envModels.MetricModel, "model for llm() calls from score, as provider/model (default: the reflection model; env SKYNET_METRIC_MODEL)"),
-		reflection: fs.String("reflection-model", envModels.ReflectionModel, "reflection model, provider/model (env SKYNET_REFLECTION_MODEL)"),
-		task:       fs.String("task-model", envModels.TaskModel, "model for llm() calls from run code (env SKYNET_TASK_MODEL)"),
-		baseURL:    fs.String("llm-base-url", envModels.BaseURL, "OpenAI-compatible API base URL (env SKYNET_LLM_BASE_URL or OPENAI_BASE_URL; default "+llm.DefaultBaseURL+")"),
-		prices:     fs.String("prices", "", "price file: JSON keyed by model, {input_per_mtok, output_per_mtok} or LiteLLM's per-token file"),
+		metric:      fs.String("metric-model", envModels.MetricModel, "model for llm() calls from score, as provider/model (default: the reflection model; env SKYNET_METRIC_MODEL)"),
+		reflection:  fs.String("reflection-model", envModels.ReflectionModel, "reflection model, provider/model (env SKYNET_REFLECTION_MODEL)"),
+		task:        fs.String("task-model", envModels.TaskModel, "model for llm() calls from run code (env SKYNET_TASK_MODEL)"),
+		baseURL:     fs.String("llm-base-url", envModels.BaseURL, "OpenAI-compatible API base URL (env SKYNET_LLM_BASE_URL or OPENAI_BASE_URL; default "+llm.DefaultBaseURL+")"),
+		prices:      fs.String("prices", "", "price file: JSON keyed by model, {input_per_mtok, output_per_mtok} or LiteLLM's per-token file"),
+		cache:       fs.String("llm-cache", "", "on-disk cache of temperature-0 model replies (a bbolt file); hits cost 0"),
+		cacheMetric: fs.Bool("cache-metric-model", false, "let the metric model's temperature-0 calls use --llm-cache too"),
 	}
 }
 
@@ -75,6 +78,13 @@ func (m modelFlags) client() (*llm.Client, error) {
 			return nil, err
 		}
 		cfg.Prices = p
+	}
+	if *m.cache != "" {
+		c, err := llm.OpenCache(*m.cache)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Cache, cfg.CacheMetric = c, *m.cacheMetric
 	}
 	return llm.New(cfg)
 }

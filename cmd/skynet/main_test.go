@@ -204,7 +204,7 @@ func TestScoreJudgeAgainstFakeServer(t *testing.T) {
 	require.Len(t, lines, 3)
 	assert.Equal(t, []float64{1, 0, 1}, []float64{lines[0].Score, lines[1].Score, lines[2].Score})
 	assert.Equal(t, "FAIL. Wrong.", lines[1].Feedback)
-	assert.Contains(t, errOut, "metric model openai/gpt-4o-mini: 3 call(s), 0 failed, 0 retries, 300 input + 30 output tokens, cost $0.000063")
+	assert.Contains(t, errOut, "metric model openai/gpt-4o-mini: 3 call(s), 0 failed, 0 retries, 0 cache hit(s), 300 input + 30 output tokens, cost $0.000063")
 
 	code, _, errOut = skynet("score", "--metric", dir+"metric.py", "--data", dir+"cases.jsonl", "--prices", "no/such.json")
 	assert.Equal(t, exitUsage, code)

@@ -88,6 +88,7 @@ func runScore(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "skynet score: %v\n", err)
 		return exitUsage
 	}
+	defer client.Close()
 	e, err := engine.Open(engine.Options{Metric: *metric, Timeout: *timeout, Workers: *workers, LLM: client})
 	if err != nil {
 		var ce *engine.CheckError
@@ -447,8 +448,8 @@ func printModelUse(w io.Writer, c *llm.Client) {
 	if s.Unpriced > 0 {
 		cost += fmt.Sprintf(" (%d call(s) without a price: not measured; see --prices)", s.Unpriced)
 	}
-	fmt.Fprintf(w, "metric model %s: %d call(s), %d failed, %d retries, %d input + %d output tokens, cost %s\n",
-		c.Model(llm.RoleMetric), s.Calls, s.Failures, s.Retries, s.InputTokens, s.OutputTokens, cost)
+	fmt.Fprintf(w, "metric model %s: %d call(s), %d failed, %d retries, %d cache hit(s), %d input + %d output tokens, cost %s\n",
+		c.Model(llm.RoleMetric), s.Calls, s.Failures, s.Retries, s.CacheHits, s.InputTokens, s.OutputTokens, cost)
 }
 
 // progress draws a one-line bar on a terminal.
