@@ -160,7 +160,7 @@ func repeatCase(c Case, n int) iter.Seq[Case] {
 // BenchmarkJudgeWorkers: a judge metric whose model answers in 50 ms, for
 // 1, 8 and 64 workers; cases/s should approach workers / 50 ms.
 func BenchmarkJudgeWorkers(b *testing.B) {
-	for _, workers := range []int{1, 8, 64} {
+	for _, workers := range []int{1, 8, 64, 256} {
 		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
 			j := newJudge(b, 50*time.Millisecond)
 			c, err := llm.New(llm.Config{ReflectionModel: "openai/m", BaseURL: j.URL + "/v1", MaxInFlight: 256})

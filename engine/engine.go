@@ -136,7 +136,19 @@ type Stats struct {
 	Models map[llm.Role]llm.Stats
 }
 
-// Stats returns the engine's counts so far.
+// Sub returns what happened between before and s: a run's own counts.
+func (s Stats) Sub(before Stats) Stats {
+	d := Stats{ScoreCalls: s.ScoreCalls - before.ScoreCalls, Models: map[llm.Role]llm.Stats{}}
+	for r, m := range s.Models {
+		b := before.Models[r]
+		d.Models[r] = llm.Stats{Calls: m.Calls - b.Calls, Failures: m.Failures - b.Failures, Retries: m.Retries - b.Retries,
+			InputTokens: m.InputTokens - b.InputTokens, OutputTokens: m.OutputTokens - b.OutputTokens,
+			CostUSD: m.CostUSD - b.CostUSD, Unpriced: m.Unpriced - b.Unpriced, CacheHits: m.CacheHits - b.CacheHits}
+	}
+	return d
+}
+
+// Stats returns the engine's counts so far; Sub two of them for one run's.
 func (e *Engine) Stats() Stats {
 	s := Stats{ScoreCalls: e.scoreCalls.Load(), Models: map[llm.Role]llm.Stats{}}
 	for _, r := range []llm.Role{llm.RoleMetric, llm.RoleReflection, llm.RoleTask} {

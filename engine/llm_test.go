@@ -80,6 +80,10 @@ func TestJudgeMetric(t *testing.T) {
 	}, got)
 	st := e.Stats()
 	assert.Equal(t, int64(3), st.ScoreCalls)
+	e.Score(ctx, Case{ID: "again", Input: map[string]any{"question": "?"}, Output: "4"})
+	run := e.Stats().Sub(st)
+	assert.Equal(t, int64(1), run.ScoreCalls, "one run's counts")
+	assert.Equal(t, int64(1), run.Models[llm.RoleMetric].Calls)
 	s := st.Models[llm.RoleMetric]
 	assert.Equal(t, int64(3), s.Calls)
 	assert.Equal(t, int64(90), s.InputTokens)

@@ -282,3 +282,14 @@ func TestCache(t *testing.T) {
 	call(RoleMetric, &zero)
 	assert.True(t, call(RoleMetric, &zero).Cached)
 }
+
+func TestRequestsPerMinute(t *testing.T) {
+	f := newFake(t, ok("x", 1, 1))
+	c := client(t, f, Config{RequestsPerMinute: 600}) // 10/s with a burst of 10
+	start := time.Now()
+	for i := 0; i < 15; i++ {
+		_, err := c.Call(context.Background(), RoleMetric, Request{Instructions: "x"})
+		require.NoError(t, err)
+	}
+	assert.GreaterOrEqual(t, time.Since(start), 450*time.Millisecond, "5 requests past the burst wait 100 ms each")
+}
