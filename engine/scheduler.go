@@ -25,6 +25,7 @@ const (
 	batchBudget    = 200 * time.Microsecond
 	watchdogTick   = 5 * time.Millisecond
 	interruptGrace = 500 * time.Millisecond
+	modelCallSlack = 50 * time.Millisecond // > watchdogTick
 )
 
 // Job states: a queued job is taken into a batch or abandoned by its caller.
@@ -182,7 +183,9 @@ func (e *Engine) callModel(w *worker, i int, req llm.Request) (string, error) {
 		}
 	}
 	w.mu.Unlock()
-	ctx, cancel := context.WithTimeout(ctx, remaining)
+	// The call may outlive the case by a little, so that the watchdog (not
+	// the model call's own deadline) decides that the case timed out.
+	ctx, cancel := context.WithTimeout(ctx, remaining+modelCallSlack)
 	defer cancel()
 	reply, err := e.llm.Call(ctx, llm.RoleMetric, req)
 	return reply.Text, err
