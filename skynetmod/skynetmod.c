@@ -193,6 +193,44 @@ static PyMethodDef skynet_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
+// The module is read-only once initialised: one metric cannot replace
+// skynet.observation (or anything else) for the metrics loaded after it,
+// and an attempt fails loudly. Dunder attributes stay writable for the
+// import machinery.
+static int frozen = 0;
+static PyTypeObject SkynetModuleType;
+
+static int skynet_setattro(PyObject *m, PyObject *name, PyObject *value) {
+    if (frozen && PyUnicode_Check(name)) {
+        Py_ssize_t n = PyUnicode_GET_LENGTH(name);
+        int dunder = n > 4 && PyUnicode_READ_CHAR(name, 0) == '_' && PyUnicode_READ_CHAR(name, 1) == '_';
+        if (!dunder) {
+            PyErr_Format(PyExc_AttributeError,
+                         "the skynet module is read-only: cannot %s skynet.%U (measurements live in the host)",
+                         value ? "replace" : "delete", name);
+            return -1;
+        }
+    }
+    return PyObject_GenericSetAttr(m, name, value);
+}
+
+static PyObject *skynet_create(PyObject *spec, PyModuleDef *def) {
+    if (!SkynetModuleType.tp_name) {
+        SkynetModuleType.tp_name = "skynet.SkynetModule";
+        SkynetModuleType.tp_basicsize = PyModule_Type.tp_basicsize;
+        SkynetModuleType.tp_flags = Py_TPFLAGS_DEFAULT;
+        SkynetModuleType.tp_base = &PyModule_Type;
+        SkynetModuleType.tp_setattro = skynet_setattro;
+        SkynetModuleType.tp_doc = "The skynet module (read-only).";
+        if (PyType_Ready(&SkynetModuleType) < 0) return NULL;
+    }
+    PyObject *name = PyObject_GetAttrString(spec, "name"); // new ref
+    if (!name) return NULL;
+    PyObject *m = PyObject_CallOneArg((PyObject *)&SkynetModuleType, name); // new ref, returned
+    Py_DECREF(name);
+    return m;
+}
+
 static int skynet_exec(PyObject *m) {
     if (!llm_error) {
         llm_error = PyErr_NewExceptionWithDoc("skynet.LLMError",
@@ -200,21 +238,25 @@ static int skynet_exec(PyObject *m) {
                                               PyExc_RuntimeError, NULL); // new ref, kept forever
         if (!llm_error) return -1;
     }
+    if (PyModule_AddFunctions(m, skynet_methods) < 0) return -1;
+    if (PyModule_AddStringConstant(m, "__doc__",
+            "Skynet helpers for metrics: llm, reward, observation, service_cost.\n"
+            "Measurements live in the host; this module only reads them.") < 0)
+        return -1;
     Py_INCREF(llm_error);
     if (PyModule_AddObject(m, "LLMError", llm_error) < 0) { // steals on success
         Py_DECREF(llm_error);
         return -1;
     }
+    frozen = 1;
     return 0;
 }
 
-static PyModuleDef_Slot skynet_slots[] = {{Py_mod_exec, skynet_exec}, {0, NULL}};
+static PyModuleDef_Slot skynet_slots[] = {{Py_mod_create, skynet_create}, {Py_mod_exec, skynet_exec}, {0, NULL}};
 
+// m_methods is NULL: with Py_mod_create the functions are added in exec.
 static struct PyModuleDef skynet_module = {
-    PyModuleDef_HEAD_INIT, "skynet",
-    "Skynet helpers for metrics: llm, reward, observation, service_cost.\n"
-    "Measurements live in the host; this module only reads them.",
-    0, skynet_methods, skynet_slots, NULL, NULL, NULL,
+    PyModuleDef_HEAD_INIT, "skynet", NULL, 0, NULL, skynet_slots, NULL, NULL, NULL,
 };
 
 static PyObject *PyInit_skynet(void) { return PyModuleDef_Init(&skynet_module); }

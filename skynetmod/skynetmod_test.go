@@ -139,23 +139,40 @@ def f():
 }
 
 // TestTampering: nothing a metric does to the module, the dicts it returns or
-// the clock changes what reward computes from the host's measurements.
+// the clock changes what reward computes from the host's measurements, and
+// replacing the module's functions fails (so no metric can change them for
+// the metrics loaded after it).
 func TestTampering(t *testing.T) {
 	fn := function(t, "f", "import skynet, time\nfrom skynet import reward\n"+seedSpec+`
 def f():
-    skynet.observation = lambda: {"run_ms": 0.0, "cost_usd": 0.0}
-    skynet.service_cost = lambda: 0.0
+    refused = []
+    for name in ("observation", "service_cost", "reward"):
+        try:
+            setattr(skynet, name, lambda *a: {"run_ms": 0.0, "cost_usd": 0.0})
+        except AttributeError as exc:
+            refused.append(str(exc))
+    try:
+        del skynet.llm
+    except AttributeError as exc:
+        refused.append(str(exc))
+    skynet.observation()["run_ms"] = 0.0
     time.time = lambda: 0.0
     time.perf_counter = lambda: 0.0
     time.monotonic = lambda: 0.0
-    return reward(REWARD_SPEC, 1.0, "x")
+    return [reward(REWARD_SPEC, 1.0, "x"), refused]
 `)
 	v, err := call(t, fn, &Observation{RunMS: ptr(6000.0), CostUSD: ptr(0.03)})
 	require.NoError(t, err)
-	scores := cpython.Plain(v.(cpython.Tuple)[1]).(map[string]any)["scores"].(map[string]any)
+	out := v.([]any)
+	scores := cpython.Plain(out[0].(cpython.Tuple)[1]).(map[string]any)["scores"].(map[string]any)
 	assert.InDelta(t, 0.25, scores["speed"], 1e-12, "speed from the host's 6000 ms")
 	assert.InDelta(t, 0.25, scores["cost"], 1e-12, "cost from the host's $0.03")
-
+	assert.Equal(t, []any{
+		"the skynet module is read-only: cannot replace skynet.observation (measurements live in the host)",
+		"the skynet module is read-only: cannot replace skynet.service_cost (measurements live in the host)",
+		"the skynet module is read-only: cannot replace skynet.reward (measurements live in the host)",
+		"the skynet module is read-only: cannot delete skynet.llm (measurements live in the host)",
+	}, out[1])
 }
 
 func TestLLMWithoutModelIsClear(t *testing.T) {
