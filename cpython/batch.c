@@ -240,15 +240,30 @@ fail:
     return 0;
 }
 
+int sky_batch_phase(sky_batch *b) { return __atomic_load_n(&b->phase, __ATOMIC_ACQUIRE); }
+
+static void set_phase(sky_batch *b, sky_thread *t, int phase, int64_t now) {
+    t->phase = phase;
+    __atomic_store_n(&b->started_ns, now, __ATOMIC_RELEASE);
+    __atomic_store_n(&b->phase, phase, __ATOMIC_RELEASE);
+}
+
 // sky_score_batch runs fn on each pending case. Case i's arguments start at
 // offsets[i*nargs + k] (k = 0..nargs-1), each running to the next offset (the
 // last to inlen); ids[i*nargs + k] names the value in cache (-1: not cached).
+//
+// With run set, a case is a program evaluation: its arguments are (artifact,
+// input[, expected]); run(artifact, input) makes the output, timed here, and
+// fn is called as fn(input, output[, expected]). The slot then holds the
+// encoded output followed by fn's result or error (status SKY_OK/SKY_PYERR),
+// or run's error alone (status SKY_RUNERR).
+//
 // It stops early once budget_ns has passed, leaving the rest PENDING for the
 // caller to hand out again. Returns how many cases it finished.
-int sky_score_batch(sky_scratch *s, sky_batch *b, PyObject *fn, int nargs, const char *in,
-                    size_t inlen, const size_t *offsets, const int32_t *ids, sky_argcache *cache,
-                    uint64_t token_base, int capture, uintptr_t context) {
-    if (nargs < 0 || nargs > SKY_MAX_ARGS) return 0;
+int sky_score_batch(sky_scratch *s, sky_batch *b, PyObject *fn, PyObject *run, int nargs,
+                    const char *in, size_t inlen, const size_t *offsets, const int32_t *ids,
+                    sky_argcache *cache, uint64_t token_base, int capture, uintptr_t context) {
+    if (nargs < 0 || nargs > SKY_MAX_ARGS || (run && nargs < 2)) return 0;
     int entered = sky_enter();
     if (entered < 0) return 0;
     sky_thread *t = sky_current_thread();
@@ -263,32 +278,63 @@ int sky_score_batch(sky_scratch *s, sky_batch *b, PyObject *fn, int nargs, const
                                          __ATOMIC_ACQUIRE))
             continue; // cancelled or taken back
         int64_t start = now;
-        __atomic_store_n(&b->started_ns, start, __ATOMIC_RELEASE);
+        set_phase(b, t, run ? SKY_PHASE_RUN : SKY_PHASE_SCORE, start);
         __atomic_store_n(&b->current, (int64_t)i, __ATOMIC_RELEASE);
 
         PyObject *args[SKY_MAX_ARGS] = {NULL};
-        PyObject *res = NULL;
+        PyObject *res = NULL, *output = NULL;
         int rc = SKY_PYERR, ok = 1;
         s->out.len = 0;
+        slot->run_ns = -1;
         for (int k = 0; k < nargs && ok; k++) {
             size_t at = (size_t)i * nargs + k;
             size_t end = at + 1 < total ? offsets[at + 1] : inlen;
             args[k] = arg(cache, ids ? ids[at] : -1, in + offsets[at], in + end);
             ok = args[k] != NULL;
         }
+        sky_scratch *saved_capture;
+        uintptr_t saved_context;
+        uint64_t saved_running;
         if (ok) {
-            sky_scratch *saved_capture;
-            uintptr_t saved_context;
-            uint64_t saved_running;
             begin_call(t, s, token_base + (uint64_t)i, capture, context, &saved_capture, &saved_context,
                        &saved_running);
             t->case_index = i;
-            res = PyObject_Vectorcall(fn, args, (size_t)nargs, NULL); // new ref
+            t->run_ns = -1;
+            if (run) {
+                output = PyObject_Vectorcall(run, args, 2, NULL); // new ref: run(artifact, input)
+                int64_t ran = sky_now_ns();
+                slot->run_ns = ran - start;
+                t->run_ns = slot->run_ns;
+                if (!output) {
+                    rc = SKY_RUNERR;
+                } else {
+                    set_phase(b, t, SKY_PHASE_SCORE, ran);
+                    PyObject *sargs[3] = {args[1], output, nargs > 2 ? args[2] : NULL}; // borrowed
+                    res = PyObject_Vectorcall(fn, sargs, (size_t)nargs, NULL);          // new ref
+                }
+            } else {
+                res = PyObject_Vectorcall(fn, args, (size_t)nargs, NULL); // new ref
+            }
             end_call(t, saved_capture, saved_context, saved_running);
-            if (res && (fast_pair(&s->out, res) || sky_encode(&s->out, res, 0) == 0)) rc = SKY_OK;
+            t->phase = SKY_PHASE_SCORE;
+            t->run_ns = -1;
+            if (rc != SKY_RUNERR) {
+                if (output && sky_encode(&s->out, output, 0) < 0) {
+                    rc = SKY_RUNERR; // the output cannot be reported: say so as a run error
+                    Py_CLEAR(res);
+                } else if (res && (fast_pair(&s->out, res) || sky_encode(&s->out, res, 0) == 0)) {
+                    rc = SKY_OK;
+                }
+            }
         }
-        if (rc != SKY_OK) sky_fetch_error(&s->out);
+        if (rc == SKY_RUNERR) {
+            s->out.len = 0;
+            sky_fetch_error(&s->out);
+        } else if (rc != SKY_OK) {
+            sky_fetch_error_append(&s->out); // after the output, when there is one
+        }
         Py_XDECREF(res);
+        Py_XDECREF(output);
         for (int k = 0; k < nargs; k++) Py_XDECREF(args[k]);
 
         now = sky_now_ns();

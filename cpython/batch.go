@@ -69,13 +69,19 @@ func (b *Batch) Current() (int, time.Duration) {
 
 // SlotView is a finished case's raw outcome. Data and Logs point into C
 // memory that lives until Free: copy what you keep.
+//
+// In a program batch, Data starts with the encoded output of run, followed
+// by the score value (OK) or error; when run itself failed (RunFailed), Data
+// is run's error alone.
 type SlotView struct {
-	State   int
-	OK      bool // Data is an encoded value; otherwise an encoded error
-	Data    []byte
-	Logs    []byte
-	Cut     bool // Logs were cut at the limit
-	Elapsed time.Duration
+	State     int
+	OK        bool // Data is an encoded value; otherwise an encoded error
+	RunFailed bool
+	RunTime   time.Duration // run's wall time; -1 when no program ran
+	Data      []byte
+	Logs      []byte
+	Cut       bool // Logs were cut at the limit
+	Elapsed   time.Duration
 }
 
 // Slot views case i. For a batch whose ScoreBatch call has returned, any
@@ -98,8 +104,8 @@ func (b *Batch) Slots() []SlotView {
 }
 
 func slotView(s *C.sky_slot) SlotView {
-	v := SlotView{State: int(s.state), OK: s.status == C.SKY_OK, Cut: s.logs_truncated != 0,
-		Elapsed: time.Duration(s.elapsed_ns)}
+	v := SlotView{State: int(s.state), OK: s.status == C.SKY_OK, RunFailed: s.status == C.SKY_RUNERR,
+		RunTime: time.Duration(s.run_ns), Cut: s.logs_truncated != 0, Elapsed: time.Duration(s.elapsed_ns)}
 	if s.len > 0 {
 		v.Data = unsafe.Slice((*byte)(unsafe.Pointer(s.data)), int(s.len))
 	}
@@ -107,6 +113,18 @@ func slotView(s *C.sky_slot) SlotView {
 		v.Logs = unsafe.Slice((*byte)(unsafe.Pointer(s.logs)), int(s.logs_len))
 	}
 	return v
+}
+
+// Running reports whether the case running is in its run phase (not score).
+func (b *Batch) Running() bool { return C.sky_batch_phase(b.b) == C.SKY_PHASE_RUN }
+
+// SplitValue returns the first encoded value of data and what follows it.
+func SplitValue(data []byte) (first, rest []byte, err error) {
+	d := decoder{b: data}
+	if _, err := d.value(0); err != nil {
+		return nil, nil, err
+	}
+	return data[:d.i], data[d.i:], nil
 }
 
 // DecodeOutcome turns a slot's Data into the call's value or *Error.
@@ -134,7 +152,11 @@ type BatchArgs struct {
 // native callbacks see context with case index i. Once budget has passed it
 // stops starting cases and returns, leaving the rest pending. It returns how
 // many cases it finished. cache may be nil.
-func (c *Caller) ScoreBatch(b *Batch, fn *Object, nargs int, args *BatchArgs, cache *ArgCache,
+//
+// With run set, each case is a program evaluation: its arguments are
+// (artifact, input[, expected]), run(artifact, input) makes the output and
+// fn(input, output[, expected]) scores it; see SlotView.
+func (c *Caller) ScoreBatch(b *Batch, fn, run *Object, nargs int, args *BatchArgs, cache *ArgCache,
 	tokenBase uint64, capture bool, context uintptr, budget time.Duration) int {
 	if len(args.Offsets) != b.n*nargs || (args.IDs != nil && len(args.IDs) != len(args.Offsets)) {
 		panic("cpython: ScoreBatch needs one offset and id per argument")
@@ -153,7 +175,11 @@ func (c *Caller) ScoreBatch(b *Batch, fn *Object, nargs int, args *BatchArgs, ca
 	if cache != nil {
 		cc = cache.c
 	}
-	done := C.sky_score_batch(c.s, b.b, fn.p, C.int(nargs), p, n, op, ip, cc, C.uint64_t(tokenBase),
+	var rp *C.PyObject
+	if run != nil {
+		rp = run.p
+	}
+	done := C.sky_score_batch(c.s, b.b, fn.p, rp, C.int(nargs), p, n, op, ip, cc, C.uint64_t(tokenBase),
 		cbool(capture), C.uintptr_t(context))
 	runtime.KeepAlive(args)
 	return int(done)

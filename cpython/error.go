@@ -36,6 +36,9 @@ func decodeError(b []byte) *Error {
 	return &Error{Type: parts[0], Message: parts[1], Traceback: parts[2]}
 }
 
+// AsErrorValue decodes an error as sky_fetch_error writes it.
+func AsErrorValue(data []byte) *Error { return decodeError(data) }
+
 // AsError returns the *Error in err's chain, if any.
 func AsError(err error) (*Error, bool) {
 	var pe *Error

@@ -238,6 +238,11 @@ int sky_interrupt(uint64_t token) {
 // so SystemExit and KeyboardInterrupt are ordinary errors here.
 void sky_fetch_error(sky_buf *out) {
     out->len = 0;
+    sky_fetch_error_append(out);
+}
+
+// sky_fetch_error_append is sky_fetch_error writing after what out holds.
+void sky_fetch_error_append(sky_buf *out) {
     PyObject *type = NULL, *value = NULL, *tb = NULL, *name = NULL, *msg = NULL, *lines = NULL, *text = NULL;
     PyErr_Fetch(&type, &value, &tb); // new refs (any may be NULL)
     if (!type) {
@@ -355,6 +360,8 @@ int sky_call(sky_scratch *s, PyObject *fn, PyObject *first, const char *in, size
     }
     if (decode_args(in, inlen, nargs, args + skip) < 0) goto done;
     t->case_index = 0;
+    t->phase = SKY_PHASE_SCORE;
+    t->run_ns = -1;
     sky_scratch *saved_capture;
     uintptr_t saved_context;
     uint64_t saved_running;

@@ -36,11 +36,16 @@ typedef struct sky_thread {
     sky_scratch *capture;      // where the running call's output goes, or NULL
     uintptr_t context;         // the running call's host value (a cgo.Handle), 0 outside calls
     int64_t case_index;        // which case of a batch is running, for context lookups
+    int phase;                 // SKY_PHASE_* of the call running
+    int64_t run_ns;            // the running case's measured run time, -1 if none
     struct sky_thread *next;   // all threads, for sky_interrupt
 } sky_thread;
 
 // Status codes of calls into Python.
-enum { SKY_OK = 0, SKY_PYERR = 1, SKY_NOTHREAD = 2 };
+enum { SKY_OK = 0, SKY_PYERR = 1, SKY_NOTHREAD = 2, SKY_RUNERR = 3 };
+
+// What a case is doing: scoring, or running the program that makes its output.
+enum { SKY_PHASE_SCORE = 0, SKY_PHASE_RUN = 1 };
 
 int sky_initialize(const char *program_name, const char *home, int argc, char **argv,
                    const char *bootstrap, sky_buf *err);
@@ -83,6 +88,7 @@ typedef struct {
     size_t logs_len;
     int logs_truncated;
     int64_t elapsed_ns;
+    int64_t run_ns;            // run's wall time when the batch runs a program, else -1
 } sky_slot;
 
 typedef struct sky_chunk sky_chunk;
@@ -90,7 +96,8 @@ typedef struct sky_chunk sky_chunk;
 typedef struct {
     sky_chunk *chunks;         // where slot data and logs live; never moved
     int64_t current;           // index of the case running, -1 when none (atomic)
-    int64_t started_ns;        // when it started, CLOCK_MONOTONIC (atomic)
+    int64_t started_ns;        // when its current phase started, CLOCK_MONOTONIC (atomic)
+    int phase;                 // SKY_PHASE_* of the case running (atomic)
     int64_t budget_ns;         // stop starting new cases after this long (0: no limit)
     int n;
     sky_slot slots[];
@@ -116,9 +123,10 @@ void sky_argcache_free(sky_argcache *c);
 
 sky_batch *sky_batch_new(int n);
 void sky_batch_free(sky_batch *b);
-int sky_score_batch(sky_scratch *s, sky_batch *b, PyObject *fn, int nargs, const char *in,
-                    size_t inlen, const size_t *offsets, const int32_t *ids, sky_argcache *cache,
-                    uint64_t token_base, int capture, uintptr_t context);
+int sky_score_batch(sky_scratch *s, sky_batch *b, PyObject *fn, PyObject *run, int nargs,
+                    const char *in, size_t inlen, const size_t *offsets, const int32_t *ids,
+                    sky_argcache *cache, uint64_t token_base, int capture, uintptr_t context);
+int sky_batch_phase(sky_batch *b);
 int sky_slot_claim(sky_batch *b, int i);
 sky_slot *sky_batch_slot(sky_batch *b, int i);
 int sky_slot_state(sky_batch *b, int i);
@@ -133,5 +141,6 @@ int sky_buf_put_raw(sky_buf *b, const void *p, size_t n);
 int sky_buf_put_u64(sky_buf *b, uint64_t v);
 int sky_buf_put_uvarint(sky_buf *b, uint64_t v);
 void sky_fetch_error(sky_buf *out);
+void sky_fetch_error_append(sky_buf *out);
 
 #endif

@@ -58,8 +58,12 @@ type Result struct {
 	Logs string
 	// Duration is the wall time of the score call.
 	Duration time.Duration
-	// Observation is what the case was scored with (its run's measurements).
+	// Observation is what the case was scored with: the caller's, or when a
+	// program ran (Evaluate), what Skynet measured.
 	Observation Observation
+	// Output is what run returned (Evaluate only), as JSON-able Go values;
+	// a value JSON cannot hold is given as its Python repr.
+	Output any
 }
 
 // ErrorKind classifies a failed case.
@@ -76,6 +80,8 @@ const (
 	KindInput ErrorKind = "input"
 	// KindCanceled: the context was cancelled or the engine closed.
 	KindCanceled ErrorKind = "canceled"
+	// KindRun: the program's run raised or overran its time limit.
+	KindRun ErrorKind = "run"
 )
 
 // CaseError says why a case has no score.

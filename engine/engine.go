@@ -45,6 +45,11 @@ const (
 type Options struct {
 	// Metric is the path of metric.py.
 	Metric string
+	// Program is the path of program.py, whose run(artifact, input) Evaluate
+	// calls before score; optional.
+	Program string
+	// RunTimeout bounds each run call (default: Timeout, at most 600s).
+	RunTimeout time.Duration
 	// Timeout bounds each score call: default 60s, at most 600s.
 	Timeout time.Duration
 	// Samples is how many cases Check calls score on (default 3).
@@ -73,6 +78,8 @@ type Engine struct {
 	samples    int
 	logsLimit  int
 	nargs      int // 2 or 3: how score is called
+	runTimeout time.Duration
+	program    string // unique sys.modules name of the program, if any
 	spec       *reward.Spec
 	loadChecks []Check
 
@@ -93,6 +100,8 @@ type Engine struct {
 	loader *cpython.Object
 	mod    *cpython.Object
 	score  *cpython.Object
+	pmod   *cpython.Object // program module and its run, if any
+	run    *cpython.Object
 }
 
 //go:embed loader.py
@@ -169,6 +178,15 @@ func Open(opts Options) (*Engine, error) {
 	case timeout > MaxTimeout:
 		return nil, fmt.Errorf("engine: timeout %s exceeds the maximum of %s", timeout, MaxTimeout)
 	}
+	runTimeout := opts.RunTimeout
+	switch {
+	case runTimeout < 0:
+		return nil, fmt.Errorf("engine: run timeout must be positive, got %s", runTimeout)
+	case runTimeout == 0:
+		runTimeout = timeout
+	case runTimeout > MaxTimeout:
+		return nil, fmt.Errorf("engine: run timeout %s exceeds the maximum of %s", runTimeout, MaxTimeout)
+	}
 	if opts.Samples < 0 || opts.Workers < 0 || opts.LogsLimit < 0 {
 		return nil, errors.New("engine: Samples, Workers and LogsLimit must not be negative")
 	}
@@ -180,12 +198,13 @@ func Open(opts Options) (*Engine, error) {
 		return nil, fmt.Errorf("engine: metric path: %w", err)
 	}
 	e := &Engine{
-		path:      path,
-		timeout:   timeout,
-		samples:   orDefault(opts.Samples, DefaultSamples),
-		logsLimit: orDefault(opts.LogsLimit, DefaultLogs),
-		jobs:      make(chan []*scoreJob, 256),
-		quit:      make(chan struct{}),
+		path:       path,
+		timeout:    timeout,
+		runTimeout: runTimeout,
+		samples:    orDefault(opts.Samples, DefaultSamples),
+		logsLimit:  orDefault(opts.LogsLimit, DefaultLogs),
+		jobs:       make(chan []*scoreJob, 256),
+		quit:       make(chan struct{}),
 	}
 	base := unsafeName.ReplaceAllString(filepath.Base(path[:len(path)-len(filepath.Ext(path))]), "_")
 	e.module = fmt.Sprintf("skynet_metric_%d_%s", moduleSeq.Add(1), base)
@@ -210,7 +229,11 @@ func Open(opts Options) (*Engine, error) {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
 	var loadErr error
-	if err := cpython.WithGIL(func(g *cpython.GIL) { loadErr = e.load(g, opts.Metric) }); err != nil {
+	if err := cpython.WithGIL(func(g *cpython.GIL) {
+		if loadErr = e.load(g, opts.Metric); loadErr == nil && opts.Program != "" {
+			loadErr = e.loadProgram(g, opts.Program)
+		}
+	}); err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
 	if loadErr != nil {
@@ -341,6 +364,12 @@ func (e *Engine) loaderGet(th *cpython.GIL, name string) (*cpython.Object, error
 	return th.Attr(e.mod, name)
 }
 
+func (e *Engine) workerCount() int {
+	e.poolMu.Lock()
+	defer e.poolMu.Unlock()
+	return len(e.pool)
+}
+
 // Arity is how many arguments score is called with: 2 or 3.
 func (e *Engine) Arity() int { return e.nargs }
 
@@ -363,9 +392,12 @@ func (e *Engine) Close() error {
 			}
 			cpython.WithGIL(func(g *cpython.GIL) {
 				g.Release(e.score)
-				if e.mod != nil {
-					g.Release(e.mod)
-					e.loaderCall(g, "unload", e.module)
+				g.Release(e.run)
+				for name, mod := range map[string]*cpython.Object{e.module: e.mod, e.program: e.pmod} {
+					if mod != nil {
+						g.Release(mod)
+						e.loaderCall(g, "unload", name)
+					}
 				}
 			})
 			close(done)

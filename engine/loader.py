@@ -71,3 +71,26 @@ def get(module, name):
 
 def has(module, name):
     return name in module.__dict__
+
+
+def run_arity(module):
+    """Checks run(artifact, input): returns [2, description] or [0, problem]."""
+    fn = module.__dict__.get("run")
+    if fn is None:
+        return [0, "the program defines no `run` function"]
+    if not callable(fn):
+        return [0, f"`run` is a {type(fn).__name__}, not a function"]
+    if inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn):
+        return [0, "`run` is `async def`; it must be a plain `def` (Skynet calls it directly)"]
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError) as exc:
+        return [0, f"cannot read the signature of `run`: {exc}"]
+    params = list(sig.parameters.values())
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    required = [p for p in positional if p.default is p.empty]
+    var_positional = any(p.kind == p.VAR_POSITIONAL for p in params)
+    kw_required = [p.name for p in params if p.kind == p.KEYWORD_ONLY and p.default is p.empty]
+    if kw_required or len(required) > 2 or (len(positional) < 2 and not var_positional):
+        return [0, f"found run{sig}: run must take (artifact, input)"]
+    return [2, f"run{sig}: called with (artifact, input)"]

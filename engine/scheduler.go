@@ -41,6 +41,7 @@ const (
 type scoreJob struct {
 	g         *group
 	ctx       context.Context // the caller's, for the case's model calls
+	program   bool            // run the program first (Evaluate)
 	id        string
 	args      [3][]byte // encoded arguments (may be shared: read only)
 	ids       [3]int32  // each argument's ArgCache id
@@ -84,6 +85,9 @@ func (j *scoreJob) deliver(o outcome) bool {
 // outcome is what a job ends with: a value or error from Python, or a
 // timeout, cancellation or input error decided on the Go side.
 type outcome struct {
+	runErr  bool   // run failed: raw is its error
+	output  []byte // encoded output of run (program cases)
+	runTime time.Duration
 	ok      bool   // raw is an encoded value, else an encoded Python error
 	raw     []byte // undecoded: the waiting caller decodes, off the worker's path
 	err     error
@@ -125,7 +129,7 @@ func (e *Engine) startWorker() error {
 		return fmt.Errorf("engine: %w", err)
 	}
 	w := &worker{engine: e, caller: c, slot: skynetmod.NewSlot()}
-	w.slot.SetModel(func(i int, req llm.Request) (string, error) { return e.callModel(w, i, req) })
+	w.slot.SetModel(func(i int, inRun bool, req llm.Request) (string, error) { return e.callModel(w, i, inRun, req) })
 	e.poolMu.Lock()
 	e.pool = append(e.pool, w)
 	e.poolMu.Unlock()
@@ -171,15 +175,20 @@ func (e *Engine) workerLoop(w *worker) {
 // callModel makes an llm() call for case i of w's running batch, on the
 // worker's thread with the GIL released. It is cut short by the caller's
 // context and by the case's remaining time.
-func (e *Engine) callModel(w *worker, i int, req llm.Request) (string, error) {
-	ctx, remaining := context.Background(), e.timeout
+func (e *Engine) callModel(w *worker, i int, inRun bool, req llm.Request) (string, error) {
+	ctx, remaining, role := context.Background(), e.timeout, llm.RoleMetric
+	if inRun {
+		remaining, role = e.runTimeout, llm.RoleTask
+	}
+	var job *scoreJob
 	w.mu.Lock()
 	if br := w.run; br != nil && i < len(br.jobs) {
-		if j := br.jobs[i]; j.ctx != nil {
-			ctx = j.ctx
+		job = br.jobs[i]
+		if job.ctx != nil {
+			ctx = job.ctx
 		}
 		if cur, running := br.b.Current(); cur == i {
-			remaining = e.timeout - running
+			remaining -= running
 		}
 	}
 	w.mu.Unlock()
@@ -187,8 +196,33 @@ func (e *Engine) callModel(w *worker, i int, req llm.Request) (string, error) {
 	// the model call's own deadline) decides that the case timed out.
 	ctx, cancel := context.WithTimeout(ctx, remaining+modelCallSlack)
 	defer cancel()
-	reply, err := e.llm.Call(ctx, llm.RoleMetric, req)
+	reply, err := e.llm.Call(ctx, role, req)
+	if inRun && job != nil {
+		job.account(reply, err)
+	}
 	return reply.Text, err
+}
+
+// account adds a task-model call made by run to the case's observation:
+// this worker's thread is the only one touching it while the case runs.
+// A call without a price leaves the case's cost not measured.
+func (j *scoreJob) account(r llm.Reply, err error) {
+	o := &j.obs
+	if o.ModelCalls != nil {
+		*o.ModelCalls++
+	}
+	if err != nil {
+		return
+	}
+	if o.InputTokens != nil {
+		*o.InputTokens += r.InputTokens
+		*o.OutputTokens += r.OutputTokens
+	}
+	if r.CostUSD == nil {
+		o.CostUSD = nil
+	} else if o.CostUSD != nil {
+		*o.CostUSD += *r.CostUSD
+	}
 }
 
 // batchSize is how many cases fill about batchBudget at the recent pace.
@@ -202,13 +236,25 @@ func (w *worker) batchSize() int {
 
 // take collects the waiting jobs, parcel by parcel, up to the batch size,
 // skipping abandoned ones; what does not fit goes back in the queue.
+// A batch either scores or evaluates a program, so jobs of the other kind
+// go back too.
 func (w *worker) take(e *Engine, parcel []*scoreJob, jobs []*scoreJob) []*scoreJob {
 	size := w.batchSize()
+	var other []*scoreJob
+	defer func() {
+		if len(other) > 0 {
+			e.requeue(other)
+		}
+	}()
 	for {
 		for i, j := range parcel {
 			if len(jobs) == size {
 				e.requeue(parcel[i:])
 				return jobs
+			}
+			if len(jobs) > 0 && j.program != jobs[0].program {
+				other = append(other, j)
+				continue
 			}
 			if j.state.CompareAndSwap(jobQueued, jobBatched) {
 				jobs = append(jobs, j)
@@ -261,7 +307,11 @@ func (e *Engine) runBatch(w *worker, jobs []*scoreJob) {
 	w.run = br
 	w.mu.Unlock()
 	w.obs = obs
-	finished := w.caller.ScoreBatch(b, e.score, nargs, args, e.cache, br.tokenBase, true, w.slot.Handle(), batchBudget)
+	var run *cpython.Object
+	if jobs[0].program {
+		run = e.run
+	}
+	finished := w.caller.ScoreBatch(b, e.score, run, nargs, args, e.cache, br.tokenBase, true, w.slot.Handle(), batchBudget)
 	e.scoreCalls.Add(int64(finished))
 	w.mu.Lock()
 	w.run = nil
@@ -281,12 +331,8 @@ func (e *Engine) runBatch(w *worker, jobs []*scoreJob) {
 		case cpython.SlotDone:
 			start := len(arena)
 			arena = append(arena, v.Data...)
-			o := outcome{ok: v.OK, raw: arena[start:len(arena):len(arena)], cut: v.Cut, elapsed: v.Elapsed}
-			if len(v.Logs) > 0 {
-				o.logs = string(v.Logs)
-			}
 			total += v.Elapsed
-			j.deliver(o)
+			j.deliver(slotToOutcome(v, arena[start:len(arena):len(arena)], j.program))
 		case cpython.SlotPending: // the budget ran out before it started
 			if b.Claim(i) {
 				leftover = append(leftover, j)
@@ -311,9 +357,30 @@ func (e *Engine) runBatch(w *worker, jobs []*scoreJob) {
 }
 
 // slotOutcome copies a finished slot out of C memory.
-func slotOutcome(b *cpython.Batch, i int) outcome {
+func slotOutcome(b *cpython.Batch, i int, program bool) outcome {
 	v := b.Slot(i)
-	return outcome{ok: v.OK, raw: append([]byte(nil), v.Data...), logs: string(v.Logs), cut: v.Cut, elapsed: v.Elapsed}
+	return slotToOutcome(v, append([]byte(nil), v.Data...), program)
+}
+
+// slotToOutcome reads a finished slot whose data was copied to data. A
+// program case carries run's output before score's value or error.
+func slotToOutcome(v cpython.SlotView, data []byte, program bool) outcome {
+	o := outcome{ok: v.OK, raw: data, cut: v.Cut, elapsed: v.Elapsed, runTime: v.RunTime}
+	if len(v.Logs) > 0 {
+		o.logs = string(v.Logs)
+	}
+	switch {
+	case v.RunFailed:
+		o.runErr = true
+	case program:
+		out, rest, err := cpython.SplitValue(data)
+		if err != nil {
+			o.err = fmt.Errorf("internal error: undecodable output: %v", err)
+			break
+		}
+		o.output, o.raw = out, rest
+	}
+	return o
 }
 
 // requeue puts jobs back in the queue for any worker, without blocking the
@@ -383,13 +450,17 @@ func (e *Engine) watch(w *worker) {
 		return
 	}
 	cur, running := br.b.Current()
-	if cur < 0 || running < e.timeout {
+	limit, kind, what := e.timeout, KindTimeout, "score"
+	if cur >= 0 && br.jobs[cur].program && br.b.Running() {
+		limit, kind, what = e.runTimeout, KindRun, "run"
+	}
+	if cur < 0 || running < limit {
 		return
 	}
 	now := time.Now()
 	if br.interrupted[cur].IsZero() {
 		br.interrupted[cur] = now
-		br.jobs[cur].deliver(outcome{kind: KindTimeout, why: fmt.Sprintf("score timed out after %s", e.timeout), elapsed: running})
+		br.jobs[cur].deliver(outcome{kind: kind, why: fmt.Sprintf("%s timed out after %s", what, limit), elapsed: running})
 		go cpython.Interrupt(br.tokenBase + uint64(cur))
 		return
 	}
@@ -402,7 +473,7 @@ func (e *Engine) watch(w *worker) {
 	for i, j := range br.jobs {
 		switch {
 		case i < cur && br.b.State(i) == cpython.SlotDone:
-			j.deliver(slotOutcome(br.b, i))
+			j.deliver(slotOutcome(br.b, i, j.program))
 		case i > cur && br.b.Claim(i):
 			rest = append(rest, j)
 		}

@@ -73,7 +73,7 @@ func tagName(t byte) string {
 // only by ctx.
 func (e *Engine) Score(ctx context.Context, c Case) Result {
 	g := newGroup(1)
-	e.prepare(ctx, &g.jobs[0], c)
+	e.prepare(ctx, &g.jobs[0], c, nil)
 	if !e.submit(ctx, g) {
 		return e.result(&g.jobs[0])
 	}
@@ -83,7 +83,7 @@ func (e *Engine) Score(ctx context.Context, c Case) Result {
 
 // prepare encodes a case into j; a case that cannot be encoded gets its
 // input error delivered at once.
-func (e *Engine) prepare(ctx context.Context, j *scoreJob, c Case) {
+func (e *Engine) prepare(ctx context.Context, j *scoreJob, c Case, artifact *prepared) {
 	j.id, j.ctx = c.ID, ctx
 	if c.invalid != nil {
 		r := failed(c.ID, KindInput, c.invalid.Error())
@@ -96,6 +96,16 @@ func (e *Engine) prepare(ctx context.Context, j *scoreJob, c Case) {
 		return
 	}
 	j.obs = c.Observation
+	if artifact != nil {
+		// A program case: (artifact, input[, expected]); the output comes
+		// from run, and the observation from measuring it, not the caller.
+		j.program = true
+		j.args = [3][]byte{artifact.args, j.args[0], j.args[2]}
+		j.ids = [3]int32{artifact.id, j.ids[0], j.ids[2]}
+		zero, none := 0.0, int64(0)
+		in, out := none, none
+		j.obs = Observation{CostUSD: &zero, ModelCalls: &none, InputTokens: &in, OutputTokens: &out}
+	}
 }
 
 // submit queues a group's undelivered jobs; without ok, each already has
@@ -152,8 +162,13 @@ func (e *Engine) wait(ctx context.Context, g *group) {
 // window cases in flight (0: a default that keeps every worker busy).
 // Stopping the iteration early cancels the cases still in flight.
 func (e *Engine) ScoreAll(ctx context.Context, cases iter.Seq[Case], window int) iter.Seq2[int, Result] {
+	return e.stream(ctx, cases, window, nil, nil)
+}
+
+// stream is ScoreAll and, with an artifact, Evaluate.
+func (e *Engine) stream(ctx context.Context, cases iter.Seq[Case], window int, artifact *prepared, artErr error) iter.Seq2[int, Result] {
 	if window <= 0 {
-		window = 16 * maxBatch * max(1, len(e.pool))
+		window = 16 * maxBatch * max(1, e.workerCount())
 	}
 	return func(yield func(int, Result) bool) {
 		ctx, cancel := context.WithCancel(ctx)
@@ -165,7 +180,12 @@ func (e *Engine) ScoreAll(ctx context.Context, cases iter.Seq[Case], window int)
 			flush := func() bool {
 				g := newGroup(len(buf))
 				for i, c := range buf {
-					e.prepare(ctx, &g.jobs[i], c)
+					if artErr != nil {
+						r := failed(c.ID, KindInput, fmt.Sprintf("artifact: %v", artErr))
+						g.jobs[i].deliver(outcome{final: &r})
+						continue
+					}
+					e.prepare(ctx, &g.jobs[i], c, artifact)
 				}
 				buf = buf[:0]
 				e.submit(ctx, g)
@@ -228,6 +248,19 @@ func logsOf(o outcome) string {
 func (e *Engine) result(j *scoreJob) Result {
 	r := e.outcomeResult(j)
 	r.Observation = j.obs
+	if j.program && j.out.runTime >= 0 && j.out.raw != nil {
+		ms := float64(j.out.runTime) / 1e6
+		r.Observation.RunMS = &ms
+	}
+	if j.out.output != nil {
+		if v, err := cpython.Decode(j.out.output); err == nil {
+			if jv, why := jsonValue(v, 0); why == "" {
+				r.Output = jv
+			} else {
+				r.Output = describe(v)
+			}
+		}
+	}
 	return r
 }
 
@@ -243,6 +276,12 @@ func (e *Engine) outcomeResult(j *scoreJob) Result {
 		return r
 	}
 	r := Result{ID: id, Logs: logsOf(o), Duration: o.elapsed}
+	if o.runErr {
+		pe := cpython.AsErrorValue(o.raw)
+		r.Err = &CaseError{Kind: KindRun, Message: fmt.Sprintf("%s: run raised %s", caseName(id), pe.Error()), Traceback: pe.Traceback}
+		r.Feedback = "run raised " + pe.Error()
+		return r
+	}
 	value, err := o.value()
 	if err != nil {
 		o.err = err

@@ -224,6 +224,9 @@ func New(cfg Config) (*Client, error) {
 	return c, nil
 }
 
+// BaseURL is the endpoint the client calls.
+func (c *Client) BaseURL() string { return c.cfg.BaseURL }
+
 // Model is the model a role's calls go to, or "" when none is configured.
 // The metric role falls back to the reflection model.
 func (c *Client) Model(role Role) string {

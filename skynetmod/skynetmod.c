@@ -14,7 +14,7 @@ static const char *no_case =
 static int current_observation(const char *fname, sky_observation *o) {
     sky_thread *t = sky_current_thread();
     memset(o, 0, sizeof *o);
-    if (!t || !t->context || !skynetObservation(t->context, t->case_index, o)) {
+    if (!t || !t->context || !skynetObservation(t->context, t->case_index, t->run_ns, o)) {
         PyErr_Format(PyExc_RuntimeError, "skynet.%s() %s", fname, no_case);
         return -1;
     }
@@ -84,7 +84,7 @@ static PyObject *sk_reward(PyObject *self, PyObject *args, PyObject *kwargs) {
     }
     sky_reward_out out;
     memset(&out, 0, sizeof out);
-    skynetReward(t->context, t->case_index, specbuf.data, specbuf.len, accuracy, (char *)fbs, (size_t)fblen, &out);
+    skynetReward(t->context, t->case_index, t->run_ns, specbuf.data, specbuf.len, accuracy, (char *)fbs, (size_t)fblen, &out);
     sky_buf_free(&specbuf);
     if (out.error) {
         PyErr_SetString(PyExc_ValueError, out.error);
@@ -161,11 +161,12 @@ static PyObject *sk_llm(PyObject *self, PyObject *args, PyObject *kwargs) {
     memset(&out, 0, sizeof out);
     uintptr_t ctx = t->context;
     int64_t index = t->case_index;
+    int in_run = t->phase == SKY_PHASE_RUN;
     // The strings stay valid without the GIL: instr and input are held by
     // the caller's frame and holder by us, and str contents never change.
     t->inside = 0;
     Py_BEGIN_ALLOW_THREADS
-    skynetLLM(ctx, index, (char *)is, (size_t)ilen, (char *)ns, (size_t)nlen, temp != Py_None, temperature,
+    skynetLLM(ctx, index, in_run, (char *)is, (size_t)ilen, (char *)ns, (size_t)nlen, temp != Py_None, temperature,
               maxtok != Py_None, max_tokens, &out);
     Py_END_ALLOW_THREADS
     t->inside = 1;

@@ -51,9 +51,10 @@ type Slot struct {
 	model  atomic.Pointer[ModelFunc]
 }
 
-// ModelFunc makes llm() calls for case i of the current batch. The engine
-// sets it: it knows the model, the role and the case's remaining time.
-type ModelFunc func(i int, req llm.Request) (string, error)
+// ModelFunc makes llm() calls for case i of the current batch; inRun says the
+// call comes from run code (the task model) rather than score. The engine
+// sets it: it knows the models, the case's remaining time and its costs.
+type ModelFunc func(i int, inRun bool, req llm.Request) (string, error)
 
 // SetModel routes this slot's llm() calls; nil leaves llm() unconfigured.
 func (s *Slot) SetModel(f ModelFunc) {
@@ -81,12 +82,21 @@ func (s *Slot) Set(obs []*Observation) {
 	s.cur.Store(&obs)
 }
 
-func (s *Slot) observation(i C.int64_t) *Observation {
+// observation is case i's, with the run time measured for it in C when a
+// program ran (runNS >= 0): the host's own clock, out of Python's reach.
+func (s *Slot) observation(i, runNS C.int64_t) *Observation {
 	p := s.cur.Load()
-	if p == nil || i < 0 || int(i) >= len(*p) {
+	if p == nil || i < 0 || int(i) >= len(*p) || (*p)[i] == nil {
 		return nil
 	}
-	return (*p)[i]
+	o := (*p)[i]
+	if runNS >= 0 {
+		c := *o
+		ms := float64(runNS) / 1e6
+		c.RunMS = &ms
+		return &c
+	}
+	return o
 }
 
 // Handle is the value to pass as a call's context.
@@ -107,7 +117,7 @@ func slotOf(ctx C.uintptr_t) (*Slot, bool) {
 }
 
 //export skynetObservation
-func skynetObservation(ctx C.uintptr_t, index C.int64_t, out *C.sky_observation) (ok C.int) {
+func skynetObservation(ctx C.uintptr_t, index, runNS C.int64_t, out *C.sky_observation) (ok C.int) {
 	defer func() {
 		if recover() != nil {
 			ok = 0
@@ -117,7 +127,7 @@ func skynetObservation(ctx C.uintptr_t, index C.int64_t, out *C.sky_observation)
 	if !found {
 		return 0
 	}
-	o := s.observation(index)
+	o := s.observation(index, runNS)
 	if o == nil {
 		return 0
 	}
@@ -166,7 +176,7 @@ func parseSpec(encoded []byte) (*reward.Spec, error) {
 }
 
 //export skynetReward
-func skynetReward(ctx C.uintptr_t, index C.int64_t, spec *C.char, specLen C.size_t, accuracy C.double,
+func skynetReward(ctx C.uintptr_t, index, runNS C.int64_t, spec *C.char, specLen C.size_t, accuracy C.double,
 	feedback *C.char, feedbackLen C.size_t, out *C.sky_reward_out) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -185,7 +195,7 @@ func skynetReward(ctx C.uintptr_t, index C.int64_t, spec *C.char, specLen C.size
 		return
 	}
 	var obs reward.Observation
-	if o := s.observation(index); o != nil {
+	if o := s.observation(index, runNS); o != nil {
 		obs = reward.Observation{RunMS: o.RunMS, CostUSD: o.CostUSD}
 	}
 	parts, err := parsed.Compute(float64(accuracy), C.GoStringN(feedback, C.int(feedbackLen)), obs)
@@ -200,7 +210,7 @@ func skynetReward(ctx C.uintptr_t, index C.int64_t, spec *C.char, specLen C.size
 }
 
 //export skynetLLM
-func skynetLLM(ctx C.uintptr_t, index C.int64_t, instr *C.char, instrLen C.size_t, input *C.char, inputLen C.size_t,
+func skynetLLM(ctx C.uintptr_t, index C.int64_t, inRun C.int, instr *C.char, instrLen C.size_t, input *C.char, inputLen C.size_t,
 	hasTemp C.int, temp C.double, hasMax C.int, maxTokens C.longlong, out *C.sky_llm_out) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -214,7 +224,11 @@ func skynetLLM(ctx C.uintptr_t, index C.int64_t, instr *C.char, instrLen C.size_
 	}
 	if f == nil {
 		out.no_model = 1
-		out.error = C.CString("skynet.llm: " + (&llm.NoModelError{Role: llm.RoleMetric}).Error())
+		role := llm.RoleMetric
+		if inRun != 0 {
+			role = llm.RoleTask
+		}
+		out.error = C.CString("skynet.llm: " + (&llm.NoModelError{Role: role}).Error())
 		return
 	}
 	req := llm.Request{Instructions: C.GoStringN(instr, C.int(instrLen)), Input: C.GoStringN(input, C.int(inputLen))}
@@ -226,7 +240,7 @@ func skynetLLM(ctx C.uintptr_t, index C.int64_t, instr *C.char, instrLen C.size_
 		m := int(maxTokens)
 		req.MaxTokens = &m
 	}
-	text, err := (*f)(int(index), req)
+	text, err := (*f)(int(index), inRun != 0, req)
 	if err != nil {
 		var nm *llm.NoModelError
 		if errors.As(err, &nm) {

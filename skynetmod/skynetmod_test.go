@@ -206,7 +206,7 @@ def f():
 	slot := NewSlot()
 	defer slot.Close()
 	slot.Set([]*Observation{{}})
-	slot.SetModel(func(i int, req llm.Request) (string, error) {
+	slot.SetModel(func(i int, inRun bool, req llm.Request) (string, error) {
 		got = append(got, req)
 		if req.Instructions == "fail please" {
 			return "", &llm.Error{Model: "m/x", Attempts: 5, Status: 500, Msg: "HTTP 500: boom"}

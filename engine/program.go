@@ -1,0 +1,99 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"os"
+	"path/filepath"
+
+	"github.com/skynetml/skynet/cpython"
+)
+
+// Checks made when a program is loaded.
+const (
+	CheckProgramLoads = "program loads"
+	CheckRunSignature = "run signature"
+)
+
+// loadProgram imports program.py and checks run(artifact, input). GIL held.
+func (e *Engine) loadProgram(g *cpython.GIL, shown string) error {
+	fail := func(c Check) error {
+		e.loadChecks = append(e.loadChecks, c)
+		return &CheckError{Checks: e.loadChecks}
+	}
+	path, err := filepath.Abs(shown)
+	if err != nil {
+		return fail(Check{Name: CheckProgramLoads, Message: err.Error()})
+	}
+	if st, err := os.Stat(path); err != nil || st.IsDir() {
+		return fail(Check{Name: CheckProgramLoads, Message: fmt.Sprintf("%s: no such file", shown)})
+	}
+	e.program = fmt.Sprintf("skynet_program_%d_%s", moduleSeq.Add(1),
+		unsafeName.ReplaceAllString(filepath.Base(path[:len(path)-len(filepath.Ext(path))]), "_"))
+	loadFn, err := g.Attr(e.loader, "load")
+	if err != nil {
+		return err
+	}
+	defer g.Release(loadFn)
+	if e.pmod, err = g.CallObject(loadFn, path, e.program); err != nil {
+		c := Check{Name: CheckProgramLoads, Message: fmt.Sprintf("%s: %v", shown, err)}
+		if pe, ok := cpython.AsError(err); ok {
+			c.Detail = pe.Traceback
+		}
+		return fail(c)
+	}
+	e.loadChecks = append(e.loadChecks, Check{Name: CheckProgramLoads, OK: true, Message: "loaded " + shown})
+	v, err := e.loaderCall(g, "run_arity", e.pmod)
+	if err != nil {
+		return err
+	}
+	pair, _ := v.([]any)
+	if len(pair) != 2 {
+		return fmt.Errorf("engine: loader returned %v", v)
+	}
+	desc, _ := pair[1].(string)
+	if n, _ := pair[0].(int64); n == 0 {
+		return fail(Check{Name: CheckRunSignature, Message: desc})
+	}
+	if e.run, err = g.Attr(e.pmod, "run"); err != nil {
+		return err
+	}
+	e.loadChecks = append(e.loadChecks, Check{Name: CheckRunSignature, OK: true, Message: desc})
+	return nil
+}
+
+// Evaluate runs the program on each case with the artifact and scores what
+// it returns, in-process: run(artifact, case.Input) makes the output (the
+// Python object goes straight to score, unconverted) and score(input,
+// output, expected) judges it. Skynet measures run's wall time and the cost
+// of the task-model calls it makes; they become the case's observation
+// (what observation(), service_cost() and reward() see) and Result.Observation.
+// Results come in input order with their index, with Result.Output set.
+// A run that raises or overruns RunTimeout gives an error of kind run.
+func (e *Engine) Evaluate(ctx context.Context, artifact any, cases iter.Seq[Case]) iter.Seq2[int, Result] {
+	if e.run == nil {
+		return func(yield func(int, Result) bool) {
+			i := 0
+			for c := range cases {
+				if !yield(i, failed(c.ID, KindRun, "no program: open the engine with Options.Program")) {
+					return
+				}
+				i++
+			}
+		}
+	}
+	var enc cpython.Encoder
+	encErr := enc.Value(artifact)
+	art := prepared{args: enc.Bytes(), id: -1}
+	if encErr == nil {
+		art.id = e.cache.ID(art.args)
+	}
+	return e.stream(ctx, cases, 0, &art, encErr)
+}
+
+// prepared is an argument encoded once for many cases.
+type prepared struct {
+	args []byte
+	id   int32
+}
