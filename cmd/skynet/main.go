@@ -3,6 +3,7 @@
 //
 //	skynet check --metric PATH --data CASES.jsonl [--samples 3] [--json]
 //	skynet score --metric PATH --data CASES.jsonl [--out RESULTS.jsonl] [--timeout 60s] [--workers N]
+//	skynet eval --program program.py --artifact FILE --metric metric.py --data DATASET [--split val]
 //	skynet bench --metric PATH [--data CASES.jsonl] [--cases N] [--file CASES.jsonl] [--runs 3] [--json]
 //	skynet stub DIR
 package main
@@ -32,6 +33,8 @@ const usage = `skynet runs metric.py scoring functions in an embedded CPython.
 Usage:
   skynet check --metric PATH --data CASES.jsonl [--samples 3] [--json]
   skynet score --metric PATH --data CASES.jsonl [--out RESULTS.jsonl] [--timeout 60s] [--workers N]
+  skynet eval --program program.py --artifact FILE --metric metric.py --data DATASET [--split val]
+              [--inputs a,b] [--outputs label] [--limit N] [--sample N --seed S] [--out RESULTS.jsonl]
   skynet bench --metric PATH [--data CASES.jsonl] [--cases N] [--file CASES.jsonl] [--runs 3] [--json]
   skynet stub DIR    write skynet.pyi (type stub of the skynet module) into DIR
 
@@ -99,6 +102,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runCheck(args[1:], stdout, stderr)
 	case "score":
 		return runScore(args[1:], stdout, stderr)
+	case "eval":
+		return runEval(args[1:], stdout, stderr)
 	case "bench":
 		return runBench(args[1:], stdout, stderr)
 	case "stub":

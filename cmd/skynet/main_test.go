@@ -210,3 +210,39 @@ func TestScoreJudgeAgainstFakeServer(t *testing.T) {
 	assert.Equal(t, exitUsage, code)
 	assert.Contains(t, errOut, "price file")
 }
+
+func TestEvalKeywordsProgram(t *testing.T) {
+	code, out, errOut := skynet("eval", "--program", "../../testdata/programs/keywords.py",
+		"--artifact", "../../testdata/dataset/keywords.txt", "--metric", "../../testdata/programs/reward_metric.py",
+		"--data", "../../testdata/dataset/tickets.csv", "--outputs", "label", "--inputs", "message")
+	require.Equal(t, exitOK, code, errOut)
+	type evalLine struct {
+		Output      any            `json:"output"`
+		Observation map[string]any `json:"observation"`
+		Error       *errorField    `json:"error"`
+	}
+	var lines []evalLine
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		var r evalLine
+		require.NoError(t, json.Unmarshal([]byte(l), &r), l)
+		lines = append(lines, r)
+	}
+	require.Len(t, lines, 5)
+	var outputs []any
+	for _, l := range lines {
+		outputs = append(outputs, l.Output)
+		assert.Nil(t, l.Error)
+		assert.NotNil(t, l.Observation["run_ms"], "run time is measured")
+		assert.Equal(t, 0.0, l.Observation["cost_usd"], "no model calls: cost 0")
+	}
+	assert.Equal(t, []any{"billing", "bug", "account", "billing", "other"}, outputs)
+	assert.Contains(t, errOut, "scored 5 case(s)")
+	assert.Contains(t, errOut, "run time: p50 ")
+	assert.Contains(t, errOut, "named scores: accuracy 0.8000 (5)")
+
+	code, _, errOut = skynet("eval", "--program", "../../testdata/programs/keywords.py",
+		"--artifact", "../../testdata/dataset/keywords.txt", "--metric", "../../testdata/programs/reward_metric.py",
+		"--data", "../../testdata/dataset/splits", "--outputs", "label")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, errOut, "choose one (--split train|val|test)")
+}

@@ -23,7 +23,7 @@ func TestAppendResultMatchesEncodingJSON(t *testing.T) {
 	}
 	for _, r := range results {
 		var fast, slow resultLine
-		line := appendResult(nil, r)
+		line := appendResult(nil, r, false)
 		require.NoError(t, json.Unmarshal(line, &fast), string(line))
 		want := resultLine{ID: r.ID, Score: r.Score, Feedback: r.Feedback, Scores: r.Scores, MS: float64(r.Duration.Microseconds()) / 1000,
 			Extra: r.Extra, Warnings: r.Warnings, Logs: r.Logs}

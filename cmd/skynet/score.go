@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"iter"
 	"math"
 	"os"
 	"os/signal"
@@ -69,19 +70,12 @@ func runScore(args []string, stdout, stderr io.Writer) int {
 	}
 	defer in.Close()
 
-	var results io.Writer
-	summary := stderr
-	if *out != "" {
-		f, err := os.Create(*out)
-		if err != nil {
-			fmt.Fprintf(stderr, "skynet score: %v\n", err)
-			return exitUsage
-		}
-		defer f.Close()
-		results, summary = f, stdout
-	} else {
-		results = protectStdout(stdout)
+	results, summary, closeOut, err := resultsOutput(*out, stdout, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "skynet score: %v\n", err)
+		return exitUsage
 	}
+	defer closeOut()
 
 	client, err := models.client()
 	if err != nil {
@@ -91,17 +85,7 @@ func runScore(args []string, stdout, stderr io.Writer) int {
 	defer client.Close()
 	e, err := engine.Open(engine.Options{Metric: *metric, Timeout: *timeout, Workers: *workers, LLM: client})
 	if err != nil {
-		var ce *engine.CheckError
-		if errors.As(err, &ce) {
-			f := ce.Failed()
-			fmt.Fprintf(stderr, "skynet score: check %q failed: %s\n", f.Name, f.Message)
-			if f.Detail != "" {
-				fmt.Fprintf(stderr, "\n%s", f.Detail)
-			}
-			return exitCheck
-		}
-		fmt.Fprintf(stderr, "skynet score: %v\n", err)
-		return exitUsage
+		return openFailed(stderr, "score", err)
 	}
 	defer e.Close()
 
@@ -191,19 +175,28 @@ func scoreStream(ctx context.Context, e *engine.Engine, in io.Reader, out io.Wri
 			}
 		}
 	}
+	st, err := writeResults(e.ScoreAll(ctx, cases, 0), out, bar, false)
+	if readErr != nil {
+		return st, readErr
+	}
+	return st, err
+}
+
+// writeResults writes results as they come, whole lines, flushed soon after
+// they are known; withRun adds each case's output and observation.
+func writeResults(results iter.Seq2[int, engine.Result], out io.Writer, bar *progress, withRun bool) (*stats, error) {
 	st := newStats()
 	w := bufio.NewWriterSize(out, 1<<16)
 	var writeErr error
 	lastFlush := time.Now()
-	for _, r := range e.ScoreAll(ctx, cases, 0) {
+	for _, r := range results {
 		st.add(r)
 		if writeErr == nil {
-			writeErr = writeResult(w, r)
+			writeErr = writeResult(w, r, withRun)
 		}
 		if bar != nil {
 			bar.step(st.count)
 		}
-		// Results reach the file soon after they are known, whole lines only.
 		if writeErr == nil && time.Since(lastFlush) > 50*time.Millisecond {
 			writeErr = w.Flush()
 			lastFlush = time.Now()
@@ -213,14 +206,11 @@ func scoreStream(ctx context.Context, e *engine.Engine, in io.Reader, out io.Wri
 		writeErr = w.Flush()
 	}
 	st.elapsed = time.Since(st.start)
-	if readErr != nil {
-		return st, readErr
-	}
 	return st, writeErr
 }
 
-func writeResult(w *bufio.Writer, r engine.Result) error {
-	buf := appendResult(w.AvailableBuffer(), r)
+func writeResult(w *bufio.Writer, r engine.Result, withRun bool) error {
+	buf := appendResult(w.AvailableBuffer(), r, withRun)
 	buf = append(buf, '\n')
 	_, err := w.Write(buf)
 	return err
@@ -228,7 +218,7 @@ func writeResult(w *bufio.Writer, r engine.Result) error {
 
 // appendResult writes one results line (the shape of resultLine) without
 // reflection: on a large file this is the CLI's hottest Go code.
-func appendResult(b []byte, r engine.Result) []byte {
+func appendResult(b []byte, r engine.Result, withRun bool) []byte {
 	b = append(b, `{"id":`...)
 	b = appendString(b, r.ID)
 	b = append(b, `,"score":`...)
@@ -285,7 +275,38 @@ func appendResult(b []byte, r engine.Result) []byte {
 		b = append(b, `,"logs":`...)
 		b = appendString(b, r.Logs)
 	}
+	if withRun {
+		if out, err := json.Marshal(r.Output); err == nil {
+			b = append(b, `,"output":`...)
+			b = append(b, out...)
+		}
+		if obs, err := json.Marshal(observationJSON(r.Observation)); err == nil {
+			b = append(b, `,"observation":`...)
+			b = append(b, obs...)
+		}
+	}
 	return append(b, '}')
+}
+
+// observationJSON writes every field, null where not measured.
+func observationJSON(o engine.Observation) map[string]any {
+	m := map[string]any{"run_ms": nil, "cost_usd": nil, "model_calls": nil, "input_tokens": nil, "output_tokens": nil}
+	if o.RunMS != nil {
+		m["run_ms"] = math.Round(*o.RunMS*1000) / 1000
+	}
+	if o.CostUSD != nil {
+		m["cost_usd"] = *o.CostUSD
+	}
+	if o.ModelCalls != nil {
+		m["model_calls"] = *o.ModelCalls
+	}
+	if o.InputTokens != nil {
+		m["input_tokens"] = *o.InputTokens
+	}
+	if o.OutputTokens != nil {
+		m["output_tokens"] = *o.OutputTokens
+	}
+	return m
 }
 
 // appendFloat formats like encoding/json: shortest form, exponent only for
@@ -345,8 +366,9 @@ func appendString(b []byte, s string) []byte {
 
 // stats is the run's summary.
 type stats struct {
-	runCost    float64 // sum of the cases' measured run cost
-	unmeasured int     // cases without a measured run cost
+	runTimes   []float64 // measured run times, ms
+	runCost    float64   // sum of the cases' measured run cost
+	unmeasured int       // cases without a measured run cost
 	start      time.Time
 	elapsed    time.Duration
 	count      int
@@ -371,6 +393,9 @@ func (s *stats) add(r engine.Result) {
 		s.runCost += *c
 	} else {
 		s.unmeasured++
+	}
+	if t := r.Observation.RunMS; t != nil {
+		s.runTimes = append(s.runTimes, *t)
 	}
 	s.sum += r.Score
 	if r.Err != nil {
@@ -429,6 +454,11 @@ func (s *stats) print(w io.Writer, interrupted bool) {
 	} else {
 		fmt.Fprintf(w, "errors: %d (%s)\n", total, strings.Join(kinds, ", "))
 	}
+	if n := len(s.runTimes); n > 0 {
+		t := append([]float64(nil), s.runTimes...)
+		sort.Float64s(t)
+		fmt.Fprintf(w, "run time: p50 %.1f ms, p95 %.1f ms over %d case(s)\n", t[(n-1)/2], t[min(n-1, int(math.Ceil(0.95*float64(n)))-1)], n)
+	}
 	if s.unmeasured < s.count {
 		fmt.Fprintf(w, "run cost: $%.6f over %d case(s) with a measured cost (%d without)\n", s.runCost, s.count-s.unmeasured, s.unmeasured)
 	}
@@ -437,19 +467,21 @@ func (s *stats) print(w io.Writer, interrupted bool) {
 	}
 }
 
-// printModelUse adds the model calls to the summary: metric-model cost is
-// accounted apart from the run's cost (which the case observations carry).
+// printModelUse adds the model calls to the summary, role by role: the
+// metric model's cost is accounted apart from the run's (task model) cost.
 func printModelUse(w io.Writer, c *llm.Client) {
-	s := c.Stats(llm.RoleMetric)
-	if s.Calls == 0 {
-		return
+	for _, role := range []llm.Role{llm.RoleTask, llm.RoleMetric} {
+		s := c.Stats(role)
+		if s.Calls == 0 {
+			continue
+		}
+		cost := fmt.Sprintf("$%.6f", s.CostUSD)
+		if s.Unpriced > 0 {
+			cost += fmt.Sprintf(" (%d call(s) without a price: not measured; see --prices)", s.Unpriced)
+		}
+		fmt.Fprintf(w, "%s model %s: %d call(s), %d failed, %d retries, %d cache hit(s), %d input + %d output tokens, cost %s\n",
+			role, c.Model(role), s.Calls, s.Failures, s.Retries, s.CacheHits, s.InputTokens, s.OutputTokens, cost)
 	}
-	cost := fmt.Sprintf("$%.6f", s.CostUSD)
-	if s.Unpriced > 0 {
-		cost += fmt.Sprintf(" (%d call(s) without a price: not measured; see --prices)", s.Unpriced)
-	}
-	fmt.Fprintf(w, "metric model %s: %d call(s), %d failed, %d retries, %d cache hit(s), %d input + %d output tokens, cost %s\n",
-		c.Model(llm.RoleMetric), s.Calls, s.Failures, s.Retries, s.CacheHits, s.InputTokens, s.OutputTokens, cost)
 }
 
 // progress draws a one-line bar on a terminal.

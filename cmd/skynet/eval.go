@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/skynetml/skynet/engine"
+)
+
+func runEval(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("eval", flag.ContinueOnError)
+	program := fs.String("program", "", "path of program.py (defines run(artifact, input))")
+	artifactPath := fs.String("artifact", "", "file whose text is the artifact passed to run (e.g. a prompt)")
+	metric := fs.String("metric", "", "path of metric.py")
+	data := fs.String("data", "", "dataset: a .jsonl or .csv file, or a directory with one file per split")
+	split := fs.String("split", "", "split to evaluate (train, val, test): a 'split' column's value or a file in --data")
+	inputs := fs.String("inputs", "", "input columns, comma-separated (default: every column but outputs, id and split)")
+	outputs := fs.String("outputs", "", "output columns, comma-separated: they make each case's expected dict")
+	limit := fs.Int("limit", 0, "evaluate at most this many rows (after --sample)")
+	sample := fs.Int("sample", 0, "evaluate a random sample of this many rows")
+	seed := fs.Uint64("seed", 0, "seed for --sample")
+	out := fs.String("out", "", "results file (JSONL); default standard output")
+	timeout := fs.Duration("timeout", engine.DefaultTimeout, "time limit per score call (at most 600s)")
+	runTimeout := fs.Duration("run-timeout", 0, "time limit per run call (default: --timeout, at most 600s)")
+	workers := fs.Int("workers", 1, "Python worker threads (more help when run or score wait on models)")
+	models := addModelFlags(fs)
+	if code, ok := parseFlags(fs, args, stderr); !ok {
+		return code
+	}
+	for name, v := range map[string]string{"program": *program, "artifact": *artifactPath, "metric": *metric, "data": *data} {
+		if v == "" {
+			fmt.Fprintf(stderr, "skynet eval: --%s is required\n", name)
+			return exitUsage
+		}
+	}
+	if *workers < 1 || *limit < 0 || *sample < 0 {
+		fmt.Fprintln(stderr, "skynet eval: --workers must be at least 1; --limit and --sample must not be negative")
+		return exitUsage
+	}
+	artifact, err := os.ReadFile(*artifactPath)
+	if err != nil {
+		fmt.Fprintf(stderr, "skynet eval: artifact: %v\n", err)
+		return exitUsage
+	}
+	cases, err := engine.Dataset{Path: *data, Inputs: columns(*inputs), Outputs: columns(*outputs), Split: *split,
+		Sample: *sample, Seed: *seed, Limit: *limit}.Cases()
+	if err != nil {
+		fmt.Fprintf(stderr, "skynet eval: %v\n", err)
+		return exitUsage
+	}
+	results, summary, closeOut, err := resultsOutput(*out, stdout, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "skynet eval: %v\n", err)
+		return exitUsage
+	}
+	defer closeOut()
+	client, err := models.client()
+	if err != nil {
+		fmt.Fprintf(stderr, "skynet eval: %v\n", err)
+		return exitUsage
+	}
+	defer client.Close()
+	e, err := engine.Open(engine.Options{Metric: *metric, Program: *program, Timeout: *timeout, RunTimeout: *runTimeout,
+		Workers: *workers, LLM: client})
+	if err != nil {
+		return openFailed(stderr, "eval", err)
+	}
+	defer e.Close()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var bar *progress
+	if isTerminal(stderr) {
+		bar = &progress{w: stderr, total: len(cases)}
+	}
+	st, err := writeResults(e.Evaluate(ctx, strings.TrimRight(string(artifact), "\n"), slices.Values(cases)), results, bar, true)
+	if bar != nil {
+		bar.done()
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "skynet eval: %v\n", err)
+		return exitUsage
+	}
+	st.print(summary, ctx.Err() != nil)
+	printModelUse(summary, client)
+	return exitOK
+}
+
+func columns(s string) []string {
+	var out []string
+	for _, c := range strings.Split(s, ",") {
+		if c = strings.TrimSpace(c); c != "" {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// openFailed reports why the engine did not open: a failed check (exit 1)
+// or anything else (exit 2).
+func openFailed(stderr io.Writer, cmd string, err error) int {
+	var ce *engine.CheckError
+	if errors.As(err, &ce) {
+		f := ce.Failed()
+		fmt.Fprintf(stderr, "skynet %s: check %q failed: %s\n", cmd, f.Name, f.Message)
+		if f.Detail != "" {
+			fmt.Fprintf(stderr, "\n%s", f.Detail)
+		}
+		return exitCheck
+	}
+	fmt.Fprintf(stderr, "skynet %s: %v\n", cmd, err)
+	return exitUsage
+}
+
+// resultsOutput opens where results go: --out, or a protected stdout. The
+// summary goes to stdout when results go to a file, else to stderr.
+func resultsOutput(out string, stdout, stderr io.Writer) (results, summary io.Writer, closeFn func(), err error) {
+	if out == "" {
+		return protectStdout(stdout), stderr, func() {}, nil
+	}
+	f, err := os.Create(out)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return f, stdout, func() { f.Close() }, nil
+}
