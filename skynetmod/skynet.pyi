@@ -4,7 +4,7 @@ holding this file: pyright/pylance `"stubPath"`, mypy `MYPYPATH`, or run
 `skynet stub DIR` to write a copy into DIR.
 """
 
-from typing import Any, Mapping, Optional, Tuple, TypedDict
+from typing import Any, Callable, Mapping, Optional, Tuple, TypedDict
 
 class Observation(TypedDict):
     run_ms: Optional[float]
@@ -46,3 +46,10 @@ def observation() -> Observation:
 
 def service_cost() -> Optional[float]:
     """Measured USD cost of the current case's model calls made by run, or None."""
+
+def dspy_metric(score: Callable[..., Tuple[float, Mapping[str, Any]]]) -> Callable[..., Any]:
+    """Adapts score to DSPy's metric calls: metric(gold, pred) and
+    metric(gold, pred, trace) return a float; metric(gold, pred, trace,
+    pred_name, pred_trace) (GEPA) returns dspy.Prediction(score=...,
+    feedback=...[, objective_scores=...]). Results are remembered per
+    (gold, pred) for the adapter's lifetime."""

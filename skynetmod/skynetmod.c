@@ -100,6 +100,35 @@ static PyObject *sk_reward(PyObject *self, PyObject *args, PyObject *kwargs) {
 }
 
 static PyObject *llm_error; // skynet.LLMError, kept for the process lifetime
+static char *python_source; // Python-level helpers (dspy.py), set from Go
+
+void skynetmod_set_python(const char *src) { python_source = strdup(src); }
+
+// add_python runs the Python helpers and adds the functions they define.
+static int add_python(PyObject *m) {
+    if (!python_source) return 0;
+    int rc = -1;
+    PyObject *globals = PyDict_New(); // new ref
+    if (!globals || PyDict_SetItemString(globals, "__builtins__", PyEval_GetBuiltins()) < 0) goto done;
+    if (PyDict_SetItemString(globals, "__name__", PyModule_GetNameObject(m)) < 0) goto done;
+    PyObject *res = PyRun_String(python_source, Py_file_input, globals, globals); // new ref
+    if (!res) goto done;
+    Py_DECREF(res);
+    PyObject *fn = PyDict_GetItemString(globals, "dspy_metric"); // borrowed
+    if (!fn) {
+        PyErr_SetString(PyExc_RuntimeError, "skynet: dspy_metric is missing");
+        goto done;
+    }
+    Py_INCREF(fn);
+    if (PyModule_AddObject(m, "dspy_metric", fn) < 0) { // steals on success
+        Py_DECREF(fn);
+        goto done;
+    }
+    rc = 0;
+done:
+    Py_XDECREF(globals);
+    return rc;
+}
 
 // utf8_of returns a borrowed UTF-8 view of a str, or of json.dumps(o) for
 // other values (kept alive in *holder).
@@ -249,6 +278,7 @@ static int skynet_exec(PyObject *m) {
         Py_DECREF(llm_error);
         return -1;
     }
+    if (add_python(m) < 0) return -1;
     frozen = 1;
     return 0;
 }

@@ -8,6 +8,7 @@ package skynetmod
 /*
 #cgo pkg-config: python3-embed
 #cgo CFLAGS: -Wall -Werror=implicit-function-declaration -I${SRCDIR}/../cpython
+#include <stdlib.h>
 #include "skynetmod.h"
 */
 import "C"
@@ -18,6 +19,7 @@ import (
 	"runtime/cgo"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/skynetml/skynet/cpython"
 	"github.com/skynetml/skynet/llm"
@@ -27,6 +29,9 @@ import (
 func init() {
 	// Must precede the interpreter's start, which Go's package init order
 	// guarantees: importers of skynetmod start it only later, at run time.
+	src := C.CString(dspySource)
+	C.skynetmod_set_python(src)
+	C.free(unsafe.Pointer(src))
 	if C.skynetmod_register() != 0 {
 		panic("skynetmod: cannot register the skynet module")
 	}
@@ -189,7 +194,7 @@ func skynetReward(ctx C.uintptr_t, index, runNS C.int64_t, spec *C.char, specLen
 		fail("skynet.reward: no current case")
 		return
 	}
-	parsed, err := parseSpec(C.GoBytes(unsafePointer(spec), C.int(specLen)))
+	parsed, err := parseSpec(C.GoBytes(unsafe.Pointer(spec), C.int(specLen)))
 	if err != nil {
 		fail(err.Error())
 		return

@@ -30,5 +30,6 @@ typedef struct {
 } sky_llm_out;
 
 int skynetmod_register(void);
+void skynetmod_set_python(const char *src);
 
 #endif

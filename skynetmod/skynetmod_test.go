@@ -2,7 +2,9 @@ package skynetmod
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -248,5 +250,46 @@ def f(stub):
 	require.NoError(t, err)
 	pair := v.([]any)
 	assert.Equal(t, pair[1], pair[0], "skynet.pyi functions == module functions")
-	assert.Equal(t, []any{"LLMError", "llm", "observation", "reward", "service_cost"}, pair[1])
+	assert.Equal(t, []any{"LLMError", "dspy_metric", "llm", "observation", "reward", "service_cost"}, pair[1])
+}
+
+// TestDSPyMetric drives the adapter the way DSPy does, with a faithful
+// stand-in of dspy.Example and dspy.Prediction put on sys.path by the test.
+func TestDSPyMetric(t *testing.T) {
+	standin, err := filepath.Abs("../testdata/dspy_standin")
+	require.NoError(t, err)
+	fn := function(t, "f", fmt.Sprintf(`
+import sys
+sys.path.insert(0, %q)
+import dspy, skynet
+
+calls = []
+def score(input, output, expected=None):
+    calls.append(1)
+    ok = output == expected["answer"]
+    return (1.0 if ok else 0.0), {"feedback": f"{input['question']} -> {output}", "scores": {"exact": 1.0 if ok else 0.0}}
+
+def score2(input, output):
+    return 0.5, {"feedback": str(output)}
+
+def f():
+    metric = skynet.dspy_metric(score)
+    gold = dspy.Example(question="2+2?", answer="4").with_inputs("question")
+    pred = dspy.Prediction(answer="4")
+    evaluate = metric(gold, pred)
+    bootstrap = metric(gold, pred, None)
+    gepa = metric(gold, pred, None, "predict", [])
+    gepa_again = metric(gold, pred, None, "other_predictor", [])
+    several = skynet.dspy_metric(score2)(gold, dspy.Prediction(reasoning="because", answer="4"))
+    sys.path.remove(%q)
+    return [evaluate, bootstrap, type(gepa).__name__, gepa.score, gepa.feedback, gepa.objective_scores,
+            gepa_again.score, len(calls), several]
+`, standin, standin))
+	v, err := call(t, fn, &Observation{})
+	require.NoError(t, err)
+	assert.Equal(t, []any{
+		1.0, 1.0, "Prediction", 1.0, "2+2? -> 4", &cpython.Dict{Keys: []any{"exact"}, Values: []any{1.0}},
+		1.0, int64(1), // GEPA's second call on the same gold and prediction is remembered
+		0.5,
+	}, v)
 }

@@ -6,3 +6,8 @@ import _ "embed"
 //
 //go:embed skynet.pyi
 var Stub string
+
+// dspySource defines skynet.dspy_metric; the module runs it when imported.
+//
+//go:embed dspy.py
+var dspySource string

@@ -1,5 +1,0 @@
-package skynetmod
-
-import "unsafe"
-
-func unsafePointer[T any](p *T) unsafe.Pointer { return unsafe.Pointer(p) }
