@@ -114,6 +114,12 @@ var (
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_]`)
 
+// moduleName is a sys.modules name no other loaded file has.
+func moduleName(kind, path string) string {
+	base := unsafeName.ReplaceAllString(filepath.Base(path[:len(path)-len(filepath.Ext(path))]), "_")
+	return fmt.Sprintf("skynet_%s_%d_%s", kind, moduleSeq.Add(1), base)
+}
+
 var (
 	envOnce   sync.Once
 	envClient *llm.Client
@@ -169,23 +175,13 @@ func (e *Engine) Stats() Stats {
 // Open loads the metric and checks its signature (and REWARD_SPEC when it
 // defines one). A failed check is returned as a *CheckError.
 func Open(opts Options) (*Engine, error) {
-	timeout := opts.Timeout
-	switch {
-	case timeout < 0:
-		return nil, fmt.Errorf("engine: timeout must be positive, got %s", timeout)
-	case timeout == 0:
-		timeout = DefaultTimeout
-	case timeout > MaxTimeout:
-		return nil, fmt.Errorf("engine: timeout %s exceeds the maximum of %s", timeout, MaxTimeout)
+	timeout, err := timeLimit("timeout", opts.Timeout, DefaultTimeout)
+	if err != nil {
+		return nil, err
 	}
-	runTimeout := opts.RunTimeout
-	switch {
-	case runTimeout < 0:
-		return nil, fmt.Errorf("engine: run timeout must be positive, got %s", runTimeout)
-	case runTimeout == 0:
-		runTimeout = timeout
-	case runTimeout > MaxTimeout:
-		return nil, fmt.Errorf("engine: run timeout %s exceeds the maximum of %s", runTimeout, MaxTimeout)
+	runTimeout, err := timeLimit("run timeout", opts.RunTimeout, timeout)
+	if err != nil {
+		return nil, err
 	}
 	if opts.Samples < 0 || opts.Workers < 0 || opts.LogsLimit < 0 {
 		return nil, errors.New("engine: Samples, Workers and LogsLimit must not be negative")
@@ -206,8 +202,7 @@ func Open(opts Options) (*Engine, error) {
 		jobs:       make(chan []*scoreJob, 256),
 		quit:       make(chan struct{}),
 	}
-	base := unsafeName.ReplaceAllString(filepath.Base(path[:len(path)-len(filepath.Ext(path))]), "_")
-	e.module = fmt.Sprintf("skynet_metric_%d_%s", moduleSeq.Add(1), base)
+	e.module = moduleName("metric", path)
 
 	if st, err := os.Stat(path); err != nil || st.IsDir() {
 		msg := fmt.Sprintf("%s: no such file", opts.Metric)
@@ -254,6 +249,19 @@ func Open(opts Options) (*Engine, error) {
 	return e, nil
 }
 
+// timeLimit checks a time limit option: 0 means def, and at most MaxTimeout.
+func timeLimit(name string, d, def time.Duration) (time.Duration, error) {
+	switch {
+	case d < 0:
+		return 0, fmt.Errorf("engine: %s must be positive, got %s", name, d)
+	case d == 0:
+		return def, nil
+	case d > MaxTimeout:
+		return 0, fmt.Errorf("engine: %s %s exceeds the maximum of %s", name, d, MaxTimeout)
+	}
+	return d, nil
+}
+
 func orDefault(v, def int) int {
 	if v == 0 {
 		return def
@@ -279,44 +287,17 @@ func (e *Engine) load(th *cpython.GIL, shown string) error {
 		return errors.New("engine: the metric loader failed to start earlier in this process")
 	}
 	e.loader = sharedLoader
-	fail := func(c Check) error {
-		e.loadChecks = append(e.loadChecks, c)
-		return &CheckError{Checks: e.loadChecks}
+	if e.mod, err = e.importFile(th, e.path, e.module, shown, CheckLoads); err != nil {
+		return err
 	}
-	loadFn, err := th.Attr(e.loader, "load")
+	n, err := e.signature(th, "arity", e.mod, CheckSignature)
 	if err != nil {
 		return err
 	}
-	defer th.Release(loadFn)
-	e.mod, err = th.CallObject(loadFn, e.path, e.module)
-	if err != nil {
-		pe, _ := cpython.AsError(err)
-		c := Check{Name: CheckLoads, Message: fmt.Sprintf("%s: %v", shown, err)}
-		if pe != nil {
-			c.Detail = pe.Traceback
-		}
-		return fail(c)
-	}
-	e.loadChecks = append(e.loadChecks, Check{Name: CheckLoads, OK: true, Message: "loaded " + shown})
-
-	arity, err := e.loaderCall(th, "arity", e.mod)
-	if err != nil {
+	e.nargs = n
+	if e.score, err = th.Attr(e.mod, "score"); err != nil {
 		return err
 	}
-	pair, _ := arity.([]any)
-	if len(pair) != 2 {
-		return fmt.Errorf("engine: loader returned %v", arity)
-	}
-	n, _ := pair[0].(int64)
-	desc, _ := pair[1].(string)
-	if n == 0 {
-		return fail(Check{Name: CheckSignature, Message: desc})
-	}
-	e.nargs = int(n)
-	if e.score, err = e.loaderGet(th, "score"); err != nil {
-		return err
-	}
-	e.loadChecks = append(e.loadChecks, Check{Name: CheckSignature, OK: true, Message: desc})
 
 	has, err := e.loaderCall(th, "has", e.mod, "REWARD_SPEC")
 	if err != nil {
@@ -329,7 +310,7 @@ func (e *Engine) load(th *cpython.GIL, shown string) error {
 		}
 		spec, perr := reward.Parse(cpython.Plain(raw))
 		if perr != nil {
-			return fail(Check{Name: CheckRewardSpec, Message: perr.Error()})
+			return e.fail(Check{Name: CheckRewardSpec, Message: perr.Error()})
 		}
 		e.spec = spec
 		e.loadChecks = append(e.loadChecks, Check{Name: CheckRewardSpec, OK: true, Message: "valid"})
@@ -338,6 +319,52 @@ func (e *Engine) load(th *cpython.GIL, shown string) error {
 }
 
 var sharedLoader *cpython.Object // the _skynet_loader module, shared by engines
+
+// importFile loads a file as module name and records the check: ok, or
+// failed with the error and its traceback (returned as a *CheckError).
+func (e *Engine) importFile(g *cpython.GIL, path, name, shown, check string) (*cpython.Object, error) {
+	loadFn, err := g.Attr(e.loader, "load")
+	if err != nil {
+		return nil, err
+	}
+	defer g.Release(loadFn)
+	mod, err := g.CallObject(loadFn, path, name)
+	if err != nil {
+		c := Check{Name: check, Message: fmt.Sprintf("%s: %v", shown, err)}
+		if pe, ok := cpython.AsError(err); ok {
+			c.Detail = pe.Traceback
+		}
+		return nil, e.fail(c)
+	}
+	e.loadChecks = append(e.loadChecks, Check{Name: check, OK: true, Message: "loaded " + shown})
+	return mod, nil
+}
+
+// signature asks the loader's arity function (arity or run_arity) how mod's
+// function is called and records the check; 0 arguments is a failed check.
+func (e *Engine) signature(g *cpython.GIL, arity string, mod *cpython.Object, check string) (int, error) {
+	v, err := e.loaderCall(g, arity, mod)
+	if err != nil {
+		return 0, err
+	}
+	pair, _ := v.([]any)
+	if len(pair) != 2 {
+		return 0, fmt.Errorf("engine: loader returned %v", v)
+	}
+	n, _ := pair[0].(int64)
+	desc, _ := pair[1].(string)
+	if n == 0 {
+		return 0, e.fail(Check{Name: check, Message: desc})
+	}
+	e.loadChecks = append(e.loadChecks, Check{Name: check, OK: true, Message: desc})
+	return int(n), nil
+}
+
+// fail records a failed load-time check and returns the *CheckError.
+func (e *Engine) fail(c Check) error {
+	e.loadChecks = append(e.loadChecks, c)
+	return &CheckError{Checks: e.loadChecks}
+}
 
 func (e *Engine) loaderCall(th *cpython.GIL, name string, args ...any) (any, error) {
 	fn, err := th.Attr(e.loader, name)
@@ -358,10 +385,6 @@ func (e *Engine) loaderCall(th *cpython.GIL, name string, args ...any) (any, err
 		return th.CallValue(fn, objs...)
 	}
 	return th.CallValueWith(fn, mod, objs...)
-}
-
-func (e *Engine) loaderGet(th *cpython.GIL, name string) (*cpython.Object, error) {
-	return th.Attr(e.mod, name)
 }
 
 func (e *Engine) workerCount() int {

@@ -29,28 +29,41 @@ def unload(name):
     sys.modules.pop(name, None)
 
 
-def arity(module):
-    """Returns [nargs, description]; nargs 0 means the signature is unusable
-    and the description says what was found."""
-    fn = module.__dict__.get("score")
+def _inspect(module, name, kind, returns):
+    """Returns (fn, sig, problem): the callable and its signature, or why not."""
+    fn = module.__dict__.get(name)
     if fn is None:
-        return [0, "the metric defines no `score` function"]
+        return None, None, f"the {kind} defines no `{name}` function"
     if not callable(fn):
-        return [0, f"`score` is a {type(fn).__name__}, not a function"]
+        return None, None, f"`{name}` is a {type(fn).__name__}, not a function"
     if inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn):
-        return [0, "`score` is `async def`; it must be a plain `def` (Skynet calls it directly)"]
+        return None, None, f"`{name}` is `async def`; it must be a plain `def` (Skynet calls it directly)"
     if inspect.isgeneratorfunction(fn):
-        return [0, "`score` is a generator function (it uses `yield`); it must return (score, side info)"]
+        return None, None, f"`{name}` is a generator function (it uses `yield`); it must return {returns}"
     try:
-        sig = inspect.signature(fn)
+        return fn, inspect.signature(fn), None
     except (TypeError, ValueError) as exc:
-        return [0, f"cannot read the signature of `score`: {exc}"]
+        return None, None, f"cannot read the signature of `{name}`: {exc}"
+
+
+def _shape(sig):
+    """Returns (positional, required, var_positional, required keyword-only names)."""
     params = list(sig.parameters.values())
-    found = f"found score{sig}"
     positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     required = [p for p in positional if p.default is p.empty]
     var_positional = any(p.kind == p.VAR_POSITIONAL for p in params)
     kw_required = [p.name for p in params if p.kind == p.KEYWORD_ONLY and p.default is p.empty]
+    return positional, required, var_positional, kw_required
+
+
+def arity(module):
+    """Returns [nargs, description]; nargs 0 means the signature is unusable
+    and the description says what was found."""
+    fn, sig, problem = _inspect(module, "score", "metric", "(score, side info)")
+    if problem:
+        return [0, problem]
+    positional, required, var_positional, kw_required = _shape(sig)
+    found = f"found score{sig}"
     want = "score must take (input, output) or (input, output, expected=None)"
     if kw_required:
         return [0, f"{found}: keyword-only parameter(s) {', '.join(kw_required)} have no default; {want}"]
@@ -75,22 +88,10 @@ def has(module, name):
 
 def run_arity(module):
     """Checks run(artifact, input): returns [2, description] or [0, problem]."""
-    fn = module.__dict__.get("run")
-    if fn is None:
-        return [0, "the program defines no `run` function"]
-    if not callable(fn):
-        return [0, f"`run` is a {type(fn).__name__}, not a function"]
-    if inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn):
-        return [0, "`run` is `async def`; it must be a plain `def` (Skynet calls it directly)"]
-    try:
-        sig = inspect.signature(fn)
-    except (TypeError, ValueError) as exc:
-        return [0, f"cannot read the signature of `run`: {exc}"]
-    params = list(sig.parameters.values())
-    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    required = [p for p in positional if p.default is p.empty]
-    var_positional = any(p.kind == p.VAR_POSITIONAL for p in params)
-    kw_required = [p.name for p in params if p.kind == p.KEYWORD_ONLY and p.default is p.empty]
+    fn, sig, problem = _inspect(module, "run", "program", "its output")
+    if problem:
+        return [0, problem]
+    positional, required, var_positional, kw_required = _shape(sig)
     if kw_required or len(required) > 2 or (len(positional) < 2 and not var_positional):
         return [0, f"found run{sig}: run must take (artifact, input)"]
     return [2, f"run{sig}: called with (artifact, input)"]

@@ -18,49 +18,22 @@ const (
 
 // loadProgram imports program.py and checks run(artifact, input). GIL held.
 func (e *Engine) loadProgram(g *cpython.GIL, shown string) error {
-	fail := func(c Check) error {
-		e.loadChecks = append(e.loadChecks, c)
-		return &CheckError{Checks: e.loadChecks}
-	}
 	path, err := filepath.Abs(shown)
 	if err != nil {
-		return fail(Check{Name: CheckProgramLoads, Message: err.Error()})
+		return e.fail(Check{Name: CheckProgramLoads, Message: err.Error()})
 	}
 	if st, err := os.Stat(path); err != nil || st.IsDir() {
-		return fail(Check{Name: CheckProgramLoads, Message: fmt.Sprintf("%s: no such file", shown)})
+		return e.fail(Check{Name: CheckProgramLoads, Message: fmt.Sprintf("%s: no such file", shown)})
 	}
-	e.program = fmt.Sprintf("skynet_program_%d_%s", moduleSeq.Add(1),
-		unsafeName.ReplaceAllString(filepath.Base(path[:len(path)-len(filepath.Ext(path))]), "_"))
-	loadFn, err := g.Attr(e.loader, "load")
-	if err != nil {
+	e.program = moduleName("program", path)
+	if e.pmod, err = e.importFile(g, path, e.program, shown, CheckProgramLoads); err != nil {
 		return err
 	}
-	defer g.Release(loadFn)
-	if e.pmod, err = g.CallObject(loadFn, path, e.program); err != nil {
-		c := Check{Name: CheckProgramLoads, Message: fmt.Sprintf("%s: %v", shown, err)}
-		if pe, ok := cpython.AsError(err); ok {
-			c.Detail = pe.Traceback
-		}
-		return fail(c)
-	}
-	e.loadChecks = append(e.loadChecks, Check{Name: CheckProgramLoads, OK: true, Message: "loaded " + shown})
-	v, err := e.loaderCall(g, "run_arity", e.pmod)
-	if err != nil {
+	if _, err := e.signature(g, "run_arity", e.pmod, CheckRunSignature); err != nil {
 		return err
 	}
-	pair, _ := v.([]any)
-	if len(pair) != 2 {
-		return fmt.Errorf("engine: loader returned %v", v)
-	}
-	desc, _ := pair[1].(string)
-	if n, _ := pair[0].(int64); n == 0 {
-		return fail(Check{Name: CheckRunSignature, Message: desc})
-	}
-	if e.run, err = g.Attr(e.pmod, "run"); err != nil {
-		return err
-	}
-	e.loadChecks = append(e.loadChecks, Check{Name: CheckRunSignature, OK: true, Message: desc})
-	return nil
+	e.run, err = g.Attr(e.pmod, "run")
+	return err
 }
 
 // Evaluate runs the program on each case with the artifact and scores what

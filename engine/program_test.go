@@ -68,7 +68,7 @@ def run(artifact, input):
         pass
     return input["label"]
 `)
-	e := open(t, Options{Metric: "../testdata/programs/reward_metric.py", Program: program})
+	e := open(t, Options{Metric: "../testdata/reward/metric.py", Program: program})
 	rs := evaluate(t, e, "x", Case{ID: "1", Input: map[string]any{"label": "billing"}, Expected: map[string]any{"label": "billing"}})
 	r := rs[0]
 	require.Nil(t, r.Err, "%+v", r.Err)
@@ -128,7 +128,7 @@ func TestEvaluateUnpricedCostIsNotMeasured(t *testing.T) {
 	// unpriced task model by asking a client without prices.
 	c2, err := llm.New(llm.Config{TaskModel: "openai/unpriced", BaseURL: client.BaseURL()})
 	require.NoError(t, err)
-	e := open(t, Options{Metric: "../testdata/programs/reward_metric.py", Program: program, LLM: c2})
+	e := open(t, Options{Metric: "../testdata/reward/metric.py", Program: program, LLM: c2})
 	r := evaluate(t, e, "a", Case{ID: "1", Input: map[string]any{}, Expected: map[string]any{"label": "billing"}})[0]
 	require.Nil(t, r.Err, "%+v", r.Err)
 	assert.Nil(t, r.Observation.CostUSD)

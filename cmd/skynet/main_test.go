@@ -213,7 +213,7 @@ func TestScoreJudgeAgainstFakeServer(t *testing.T) {
 
 func TestEvalKeywordsProgram(t *testing.T) {
 	code, out, errOut := skynet("eval", "--program", "../../testdata/programs/keywords.py",
-		"--artifact", "../../testdata/dataset/keywords.txt", "--metric", "../../testdata/programs/reward_metric.py",
+		"--artifact", "../../testdata/dataset/keywords.txt", "--metric", "../../testdata/reward/metric.py",
 		"--data", "../../testdata/dataset/tickets.csv", "--outputs", "label", "--inputs", "message")
 	require.Equal(t, exitOK, code, errOut)
 	type evalLine struct {
@@ -241,7 +241,7 @@ func TestEvalKeywordsProgram(t *testing.T) {
 	assert.Contains(t, errOut, "named scores: accuracy 0.8000 (5)")
 
 	code, _, errOut = skynet("eval", "--program", "../../testdata/programs/keywords.py",
-		"--artifact", "../../testdata/dataset/keywords.txt", "--metric", "../../testdata/programs/reward_metric.py",
+		"--artifact", "../../testdata/dataset/keywords.txt", "--metric", "../../testdata/reward/metric.py",
 		"--data", "../../testdata/dataset/splits", "--outputs", "label")
 	assert.Equal(t, exitUsage, code)
 	assert.Contains(t, errOut, "choose one (--split train|val|test)")
