@@ -84,6 +84,9 @@ type Engine struct {
 	loadChecks []Check
 
 	jobs       chan []*scoreJob
+	frontMu    sync.Mutex // requeued jobs go ahead of jobs: see requeue
+	front      [][]*scoreJob
+	frontReady chan struct{}
 	quit       chan struct{}
 	workers    sync.WaitGroup
 	poolMu     sync.Mutex
@@ -200,6 +203,7 @@ func Open(opts Options) (*Engine, error) {
 		samples:    orDefault(opts.Samples, DefaultSamples),
 		logsLimit:  orDefault(opts.LogsLimit, DefaultLogs),
 		jobs:       make(chan []*scoreJob, 256),
+		frontReady: make(chan struct{}, 1),
 		quit:       make(chan struct{}),
 	}
 	e.module = moduleName("metric", path)

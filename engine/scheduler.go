@@ -156,11 +156,15 @@ func (e *Engine) workerLoop(w *worker) {
 	defer w.slot.Close()
 	jobs := make([]*scoreJob, 0, maxBatch)
 	for {
-		var first []*scoreJob
-		select {
-		case first = <-e.jobs:
-		case <-e.quit:
-			return
+		first := e.popFront()
+		for first == nil {
+			select {
+			case first = <-e.jobs:
+			case <-e.frontReady:
+				first = e.popFront()
+			case <-e.quit:
+				return
+			}
 		}
 		jobs = w.take(e, first, jobs[:0])
 		if len(jobs) > 0 {
@@ -262,6 +266,9 @@ func (w *worker) take(e *Engine, parcel []*scoreJob, jobs []*scoreJob) []*scoreJ
 		}
 		if len(jobs) == size {
 			return jobs
+		}
+		if parcel = e.popFront(); parcel != nil {
+			continue
 		}
 		select {
 		case parcel = <-e.jobs:
@@ -385,21 +392,41 @@ func slotToOutcome(v cpython.SlotView, data []byte, program bool) outcome {
 
 // requeue puts jobs back in the queue for any worker, without blocking the
 // caller (a worker must never block on the queue it drains).
+//
+// They go to the front of the queue, ahead of parcels not yet taken: the
+// rest of a group is scored before later groups, so results stream in
+// order instead of arriving all at the end.
 func (e *Engine) requeue(jobs []*scoreJob) {
 	jobs = append([]*scoreJob(nil), jobs...)
 	for _, j := range jobs {
 		j.run.Store(nil)
 		j.state.Store(jobQueued)
 	}
-	go func() {
-		select {
-		case e.jobs <- jobs:
-		case <-e.quit:
-			for _, j := range jobs {
-				j.deliver(outcome{kind: KindCanceled, why: "engine is closed"})
-			}
+	e.frontMu.Lock()
+	e.front = append(e.front, jobs)
+	e.frontMu.Unlock()
+	select {
+	case e.frontReady <- struct{}{}:
+	default: // a wake-up is already pending
+	}
+}
+
+// popFront takes the oldest requeued parcel, if any.
+func (e *Engine) popFront() []*scoreJob {
+	e.frontMu.Lock()
+	defer e.frontMu.Unlock()
+	if len(e.front) == 0 {
+		return nil
+	}
+	p := e.front[0]
+	e.front = e.front[1:]
+	if len(e.front) > 0 {
+		select { // more is waiting: make sure another worker looks
+		case e.frontReady <- struct{}{}:
+		default:
 		}
-	}()
+	}
+	return p
 }
 
 // cancel gives up on a job for its caller: the outcome is delivered now and

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"iter"
 	"os"
 	"os/signal"
 	"slices"
@@ -28,6 +29,7 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 	sample := fs.Int("sample", 0, "evaluate a random sample of this many rows")
 	seed := fs.Uint64("seed", 0, "seed for --sample")
 	out := fs.String("out", "", "results file (JSONL); default standard output")
+	resume := fs.Bool("resume", false, "continue an interrupted run: keep --out's finished results and evaluate only the rest")
 	timeout := fs.Duration("timeout", engine.DefaultTimeout, "time limit per score call (at most 600s)")
 	runTimeout := fs.Duration("run-timeout", 0, "time limit per run call (default: --timeout, at most 600s)")
 	workers := fs.Int("workers", 1, "Python worker threads (more help when run or score wait on models)")
@@ -56,7 +58,7 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "skynet eval: %v\n", err)
 		return exitUsage
 	}
-	results, summary, closeOut, err := resultsOutput(*out, stdout, stderr)
+	results, summary, done, closeOut, err := resultsOutput(*out, *resume, stdout, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "skynet eval: %v\n", err)
 		return exitUsage
@@ -81,7 +83,7 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 	if isTerminal(stderr) {
 		bar = &progress{w: stderr, total: len(cases)}
 	}
-	st, err := writeResults(e.Evaluate(ctx, strings.TrimRight(string(artifact), "\n"), slices.Values(cases)), results, bar, true)
+	st, err := writeResults(e.Evaluate(ctx, strings.TrimRight(string(artifact), "\n"), pending(slices.Values(cases), done)), results, bar, true)
 	if bar != nil {
 		bar.done()
 	}
@@ -90,8 +92,15 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	st.print(summary, ctx.Err() != nil)
+	printResumed(summary, done)
 	printModelUse(summary, client)
 	return exitOK
+}
+
+func printResumed(w io.Writer, done map[string]bool) {
+	if len(done) > 0 {
+		fmt.Fprintf(w, "resumed: %d case(s) were already done and kept\n", len(done))
+	}
 }
 
 func columns(s string) []string {
@@ -121,14 +130,40 @@ func openFailed(stderr io.Writer, cmd string, err error) int {
 }
 
 // resultsOutput opens where results go: --out, or a protected stdout. The
-// summary goes to stdout when results go to a file, else to stderr.
-func resultsOutput(out string, stdout, stderr io.Writer) (results, summary io.Writer, closeFn func(), err error) {
+// summary goes to stdout when results go to a file, else to stderr. With
+// resume, the file keeps its finished results (see resumeResults) and done
+// holds their ids.
+func resultsOutput(out string, resume bool, stdout, stderr io.Writer) (results, summary io.Writer, done map[string]bool, closeFn func(), err error) {
 	if out == "" {
-		return protectStdout(stdout), stderr, func() {}, nil
+		if resume {
+			return nil, nil, nil, nil, errors.New("--resume needs --out: the results file to continue")
+		}
+		return protectStdout(stdout), stderr, nil, func() {}, nil
 	}
-	f, err := os.Create(out)
+	flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+	if resume {
+		if done, err = resumeResults(out); err != nil {
+			return nil, nil, nil, nil, err
+		}
+		flags = os.O_WRONLY | os.O_CREATE | os.O_APPEND
+	}
+	f, err := os.OpenFile(out, flags, 0o644)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
-	return f, stdout, func() { f.Close() }, nil
+	return f, stdout, done, func() { f.Close() }, nil
+}
+
+// pending filters out the cases a resumed run has already done.
+func pending(cases iter.Seq[engine.Case], done map[string]bool) iter.Seq[engine.Case] {
+	if len(done) == 0 {
+		return cases
+	}
+	return func(yield func(engine.Case) bool) {
+		for c := range cases {
+			if !done[c.ID] && !yield(c) {
+				return
+			}
+		}
+	}
 }

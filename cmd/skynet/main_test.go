@@ -134,10 +134,7 @@ func TestCheckExitCodes(t *testing.T) {
 // TestResultStreamSurvivesStrayWrites runs the real binary: what a metric
 // writes to fd 1 or prints must never reach the results on stdout.
 func TestResultStreamSurvivesStrayWrites(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "skynet")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	out, err := build.CombinedOutput()
-	require.NoError(t, err, string(out))
+	bin := binary(t)
 	metric := filepath.Join(t.TempDir(), "metric.py")
 	require.NoError(t, os.WriteFile(metric, []byte(`
 import os, sys

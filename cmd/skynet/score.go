@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -50,6 +49,7 @@ func runScore(args []string, stdout, stderr io.Writer) int {
 	metric := fs.String("metric", "", "path of metric.py")
 	data := fs.String("data", "", `case file (JSONL), or "-" for standard input`)
 	out := fs.String("out", "", "results file (JSONL); default standard output")
+	resume := fs.Bool("resume", false, "continue an interrupted run: keep --out's finished results and score only the rest")
 	timeout := fs.Duration("timeout", engine.DefaultTimeout, "time limit per score call (at most 600s)")
 	workers := fs.Int("workers", 1, "Python worker threads (more help only when score waits on llm(); see README)")
 	models := addModelFlags(fs)
@@ -70,7 +70,7 @@ func runScore(args []string, stdout, stderr io.Writer) int {
 	}
 	defer in.Close()
 
-	results, summary, closeOut, err := resultsOutput(*out, stdout, stderr)
+	results, summary, done, closeOut, err := resultsOutput(*out, *resume, stdout, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "skynet score: %v\n", err)
 		return exitUsage
@@ -95,7 +95,7 @@ func runScore(args []string, stdout, stderr io.Writer) int {
 	if isTerminal(stderr) {
 		bar = &progress{w: stderr, total: total}
 	}
-	st, err := scoreStream(ctx, e, in, results, *workers, bar)
+	st, err := scoreStream(ctx, e, in, results, done, bar)
 	if bar != nil {
 		bar.done()
 	}
@@ -104,6 +104,7 @@ func runScore(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	st.print(summary, ctx.Err() != nil)
+	printResumed(summary, done)
 	printModelUse(summary, client)
 	return exitOK
 }
@@ -153,7 +154,7 @@ func protectStdout(stdout io.Writer) io.Writer {
 // Reading and converting run on ScoreAll's producer goroutine and writing on
 // this one, while Python scores on a worker. Every line read yields exactly
 // one result line.
-func scoreStream(ctx context.Context, e *engine.Engine, in io.Reader, out io.Writer, workers int, bar *progress) (*stats, error) {
+func scoreStream(ctx context.Context, e *engine.Engine, in io.Reader, out io.Writer, done map[string]bool, bar *progress) (*stats, error) {
 	var readErr error
 	cases := func(yield func(engine.Case) bool) {
 		cr := engine.NewCaseReader(in)
@@ -175,7 +176,7 @@ func scoreStream(ctx context.Context, e *engine.Engine, in io.Reader, out io.Wri
 			}
 		}
 	}
-	st, err := writeResults(e.ScoreAll(ctx, cases, 0), out, bar, false)
+	st, err := writeResults(e.ScoreAll(ctx, pending(cases, done), 0), out, bar, false)
 	if readErr != nil {
 		return st, readErr
 	}
@@ -186,34 +187,32 @@ func scoreStream(ctx context.Context, e *engine.Engine, in io.Reader, out io.Wri
 // they are known; withRun adds each case's output and observation.
 func writeResults(results iter.Seq2[int, engine.Result], out io.Writer, bar *progress, withRun bool) (*stats, error) {
 	st := newStats()
-	w := bufio.NewWriterSize(out, 1<<16)
+	// Lines are gathered and written whole, so a crash never leaves half a
+	// line behind for --resume to find.
+	buf := make([]byte, 0, 1<<16)
 	var writeErr error
+	flush := func() {
+		if writeErr == nil && len(buf) > 0 {
+			_, writeErr = out.Write(buf)
+		}
+		buf = buf[:0]
+	}
 	lastFlush := time.Now()
 	for _, r := range results {
 		st.add(r)
-		if writeErr == nil {
-			writeErr = writeResult(w, r, withRun)
-		}
+		buf = appendResult(buf, r, withRun)
+		buf = append(buf, '\n')
 		if bar != nil {
 			bar.step(st.count)
 		}
-		if writeErr == nil && time.Since(lastFlush) > 50*time.Millisecond {
-			writeErr = w.Flush()
+		if len(buf) >= 1<<16 || time.Since(lastFlush) > 50*time.Millisecond {
+			flush()
 			lastFlush = time.Now()
 		}
 	}
-	if writeErr == nil {
-		writeErr = w.Flush()
-	}
+	flush()
 	st.elapsed = time.Since(st.start)
 	return st, writeErr
-}
-
-func writeResult(w *bufio.Writer, r engine.Result, withRun bool) error {
-	buf := appendResult(w.AvailableBuffer(), r, withRun)
-	buf = append(buf, '\n')
-	_, err := w.Write(buf)
-	return err
 }
 
 // appendResult writes one results line (the shape of resultLine) without
