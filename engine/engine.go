@@ -95,6 +95,7 @@ type Engine struct {
 	closed     atomic.Bool
 	avgCase    atomic.Int64 // moving average of a case's time in ns, sizes batches
 	scoreCalls atomic.Int64
+	wedge      atomic.Pointer[Wedge]
 
 	cache *cpython.ArgCache // Python objects of repeated argument values
 	llm   *llm.Client

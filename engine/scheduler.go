@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/skynetml/skynet/cpython"
@@ -106,7 +107,8 @@ type batchRun struct {
 	b           *cpython.Batch
 	jobs        []*scoreJob
 	tokenBase   uint64
-	interrupted []time.Time // watchdog only
+	interrupted []time.Time     // watchdog only
+	intDone     []chan struct{} // closed when the interrupt got the GIL
 }
 
 // worker is a goroutine that scores batches with its own Caller.
@@ -291,7 +293,7 @@ func (e *Engine) runBatch(w *worker, jobs []*scoreJob) {
 	args.Buf, args.Offsets, args.IDs = args.Buf[:0], args.Offsets[:0], args.IDs[:0]
 	obs := w.obs[:0]
 	br := &batchRun{b: b, jobs: append([]*scoreJob(nil), jobs...), tokenBase: cpython.NewTokens(len(jobs)),
-		interrupted: make([]time.Time, len(jobs))}
+		interrupted: make([]time.Time, len(jobs)), intDone: make([]chan struct{}, len(jobs))}
 	jobs = br.jobs
 	for i, j := range jobs {
 		for k := 0; k < nargs; k++ {
@@ -320,6 +322,7 @@ func (e *Engine) runBatch(w *worker, jobs []*scoreJob) {
 	}
 	finished := w.caller.ScoreBatch(b, e.score, run, nargs, args, e.cache, br.tokenBase, true, w.slot.Handle(), batchBudget)
 	e.scoreCalls.Add(int64(finished))
+	restoreCwd()
 	w.mu.Lock()
 	w.run = nil
 	w.mu.Unlock()
@@ -488,11 +491,22 @@ func (e *Engine) watch(w *worker) {
 	if br.interrupted[cur].IsZero() {
 		br.interrupted[cur] = now
 		br.jobs[cur].deliver(outcome{kind: kind, why: fmt.Sprintf("%s timed out after %s", what, limit), elapsed: running})
-		go cpython.Interrupt(br.tokenBase + uint64(cur))
+		done := make(chan struct{})
+		br.intDone[cur] = done
+		go func() {
+			cpython.Interrupt(br.tokenBase + uint64(cur))
+			close(done)
+		}()
 		return
 	}
 	if now.Sub(br.interrupted[cur]) < interruptGrace {
 		return
+	}
+	select {
+	case <-br.intDone[cur]:
+	default:
+		// The interrupt is still waiting for the GIL: C code holds it.
+		e.noteWedge(br.jobs[cur].id, br.interrupted[cur], br.intDone[cur])
 	}
 	// Stuck outside Python bytecode: give up on this worker.
 	w.retired.Store(true)
@@ -510,5 +524,47 @@ func (e *Engine) watch(w *worker) {
 	}
 	if !e.closed.Load() {
 		e.startWorker()
+	}
+}
+
+// Wedge says which case holds the interpreter: it is stuck in C code that
+// keeps the GIL (a catastrophic regex, a C extension's loop), so no Python
+// runs anywhere until it returns, and it cannot be interrupted.
+type Wedge struct {
+	CaseID string
+	Since  time.Time // when the case timed out
+}
+
+func (e *Engine) noteWedge(id string, since time.Time, released <-chan struct{}) {
+	w := &Wedge{CaseID: id, Since: since}
+	if !e.wedge.CompareAndSwap(nil, w) {
+		return
+	}
+	go func() {
+		<-released
+		e.wedge.CompareAndSwap(w, nil)
+	}()
+}
+
+// Wedged reports the case that holds the interpreter, if one does.
+func (e *Engine) Wedged() (Wedge, bool) {
+	if w := e.wedge.Load(); w != nil {
+		return *w, true
+	}
+	return Wedge{}, false
+}
+
+// startCwd is the working directory when the engine package started. The
+// working directory belongs to the whole process, Go host included; a
+// metric's os.chdir is undone after its batch so the host's relative paths
+// keep their meaning.
+var startCwd, _ = syscall.Getwd()
+
+func restoreCwd() {
+	if startCwd == "" {
+		return
+	}
+	if cwd, err := syscall.Getwd(); err == nil && cwd != startCwd {
+		syscall.Chdir(startCwd)
 	}
 }

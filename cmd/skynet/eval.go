@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/skynetml/skynet/engine"
 )
@@ -83,6 +84,7 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 	if isTerminal(stderr) {
 		bar = &progress{w: stderr, total: len(cases)}
 	}
+	go warnWedges(ctx, e, stderr)
 	st, err := writeResults(e.Evaluate(ctx, strings.TrimRight(string(artifact), "\n"), pending(slices.Values(cases), done)), results, bar, true)
 	if bar != nil {
 		bar.done()
@@ -164,6 +166,26 @@ func pending(cases iter.Seq[engine.Case], done map[string]bool) iter.Seq[engine.
 			if !done[c.ID] && !yield(c) {
 				return
 			}
+		}
+	}
+}
+
+// warnWedges tells the user, once per wedge, which case holds the Python
+// interpreter in C code, so a stalled run does not look like a silent hang.
+func warnWedges(ctx context.Context, e *engine.Engine, stderr io.Writer) {
+	var last engine.Wedge
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if w, ok := e.Wedged(); ok && w != last {
+			last = w
+			fmt.Fprintf(stderr, "\nskynet: case %s is stuck in C code holding the Python interpreter (since %s); no case can run until it returns\n",
+				w.CaseID, w.Since.Format(time.TimeOnly))
 		}
 	}
 }

@@ -95,6 +95,7 @@ func runScore(args []string, stdout, stderr io.Writer) int {
 	if isTerminal(stderr) {
 		bar = &progress{w: stderr, total: total}
 	}
+	go warnWedges(ctx, e, stderr)
 	st, err := scoreStream(ctx, e, in, results, done, bar)
 	if bar != nil {
 		bar.done()

@@ -1,0 +1,5 @@
+# fault: pure-Python infinite loop
+# kind: timeout
+def score(input, output, expected=None):
+    while True:
+        pass
