@@ -5,7 +5,7 @@ GO      ?= go
 BIN     := bin/skynet
 EXAMPLE := testdata/exact_match
 
-.PHONY: all deps build run check test vet fmt-check bench bench-cli soak fuzz clean
+.PHONY: all deps build run check test vet fmt-check asan bench bench-cli soak fuzz clean
 
 all: build
 
@@ -29,6 +29,13 @@ vet: deps
 test: deps fmt-check vet
 	$(GO) test -count=1 ./...
 	$(GO) test -count=1 -race ./...
+	$(MAKE) --no-print-directory asan
+
+# The C layer under AddressSanitizer and LeakSanitizer. libpython's own
+# allocations are suppressed: the interpreter is never finalised, so what it
+# holds at exit is not a leak (build/lsan.supp).
+asan: deps
+	LSAN_OPTIONS=suppressions=$(CURDIR)/build/lsan.supp $(GO) test -asan -count=1 ./cpython ./skynetmod ./engine
 
 # Go benchmarks of the engine paths (for benchstat), and the side-by-side CLI bench.
 bench: deps

@@ -262,7 +262,8 @@ static void set_phase(sky_batch *b, sky_thread *t, int phase, int64_t now) {
 // caller to hand out again. Returns how many cases it finished.
 int sky_score_batch(sky_scratch *s, sky_batch *b, PyObject *fn, PyObject *run, int nargs,
                     const char *in, size_t inlen, const size_t *offsets, const int32_t *ids,
-                    sky_argcache *cache, uint64_t token_base, int capture, uintptr_t context) {
+                    sky_argcache *cache, uint64_t token_base, int flags, uintptr_t context) {
+    int capture = flags & SKY_CAPTURE;
     if (nargs < 0 || nargs > SKY_MAX_ARGS || (run && nargs < 2)) return 0;
     int entered = sky_enter();
     if (entered < 0) return 0;
@@ -300,6 +301,7 @@ int sky_score_batch(sky_scratch *s, sky_batch *b, PyObject *fn, PyObject *run, i
                        &saved_running);
             t->case_index = i;
             t->run_ns = -1;
+            t->untrusted = (flags & SKY_UNTRUSTED) != 0;
             if (run) {
                 output = PyObject_Vectorcall(run, args, 2, NULL); // new ref: run(artifact, input)
                 int64_t ran = sky_now_ns();
@@ -316,6 +318,7 @@ int sky_score_batch(sky_scratch *s, sky_batch *b, PyObject *fn, PyObject *run, i
                 res = PyObject_Vectorcall(fn, args, (size_t)nargs, NULL); // new ref
             }
             end_call(t, saved_capture, saved_context, saved_running);
+            t->untrusted = 0;
             t->phase = SKY_PHASE_SCORE;
             t->run_ns = -1;
             if (rc != SKY_RUNERR) {

@@ -8,6 +8,7 @@ import "C"
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"runtime"
 	"sync"
@@ -138,6 +139,27 @@ func DecodeOutcome(ok bool, data []byte) (any, error) {
 // NewTokens reserves n consecutive call tokens and returns the first.
 func NewTokens(n int) uint64 { return tokens.Add(uint64(n)) - uint64(n) + 1 }
 
+// Mode says how a batch's calls run.
+type Mode int
+
+const (
+	// Capture keeps what calls write to sys.stdout/sys.stderr (SlotView.Logs).
+	Capture Mode = C.SKY_CAPTURE
+	// Untrusted runs calls under the audit hook: no process creation, no
+	// signals to other processes, no ctypes, no writes outside AllowWrites.
+	Untrusted Mode = C.SKY_UNTRUSTED
+)
+
+// AllowWrites lets untrusted calls write under dir (process-wide).
+func AllowWrites(dir string) error {
+	cd := C.CString(dir)
+	defer C.free(unsafe.Pointer(cd))
+	if C.sky_allow_writes(cd) != 0 {
+		return fmt.Errorf("cpython: cannot allow writes to %s: no such directory", dir)
+	}
+	return nil
+}
+
 // BatchArgs is the arguments of a batch: every argument value encoded one
 // after another in Buf, Offsets[i*nargs+k] where case i's argument k starts,
 // and IDs naming each value in an ArgCache (-1: not cached).
@@ -157,7 +179,7 @@ type BatchArgs struct {
 // (artifact, input[, expected]), run(artifact, input) makes the output and
 // fn(input, output[, expected]) scores it; see SlotView.
 func (c *Caller) ScoreBatch(b *Batch, fn, run *Object, nargs int, args *BatchArgs, cache *ArgCache,
-	tokenBase uint64, capture bool, context uintptr, budget time.Duration) int {
+	tokenBase uint64, mode Mode, context uintptr, budget time.Duration) int {
 	if len(args.Offsets) != b.n*nargs || (args.IDs != nil && len(args.IDs) != len(args.Offsets)) {
 		panic("cpython: ScoreBatch needs one offset and id per argument")
 	}
@@ -180,7 +202,7 @@ func (c *Caller) ScoreBatch(b *Batch, fn, run *Object, nargs int, args *BatchArg
 		rp = run.p
 	}
 	done := C.sky_score_batch(c.s, b.b, fn.p, rp, C.int(nargs), p, n, op, ip, cc, C.uint64_t(tokenBase),
-		cbool(capture), C.uintptr_t(context))
+		C.int(mode), C.uintptr_t(context))
 	runtime.KeepAlive(args)
 	return int(done)
 }

@@ -123,6 +123,11 @@ int sky_initialize(const char *program_name, const char *home, int argc, char **
     }
     st = PyConfig_SetBytesArgv(&config, argc, argv);
     if (PyStatus_Exception(st)) goto fail;
+    if (sky_install_audit_hook() < 0) {
+        set_error(err, "InitError", "cannot install the audit hook");
+        PyConfig_Clear(&config);
+        return -1;
+    }
     if (PyImport_AppendInittab("_skynet_host", PyInit__skynet_host) < 0) {
         set_error(err, "InitError", "cannot register _skynet_host");
         PyConfig_Clear(&config);
@@ -181,6 +186,8 @@ sky_thread *sky_current_thread(void) {
     tls_thread = t;
     return t;
 }
+
+sky_thread *sky_current_thread_if_any(void) { return tls_thread; }
 
 // sky_enter takes the GIL for this OS thread. It returns 1 when it took it,
 // 0 when this thread already held it (a nested call), -1 on failure.

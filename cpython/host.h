@@ -38,6 +38,7 @@ typedef struct sky_thread {
     int64_t case_index;        // which case of a batch is running, for context lookups
     int phase;                 // SKY_PHASE_* of the call running
     int64_t run_ns;            // the running case's measured run time, -1 if none
+    int untrusted;             // the running call is in untrusted mode (audit.c)
     struct sky_thread *next;   // all threads, for sky_interrupt
 } sky_thread;
 
@@ -55,6 +56,10 @@ int sky_enter(void);
 void sky_leave(int entered);
 int sky_interrupt(uint64_t token);
 sky_thread *sky_current_thread(void);
+sky_thread *sky_current_thread_if_any(void);
+int sky_allow_writes(const char *dir);
+int sky_install_audit_hook(void);
+void sky_set_untrusted(int on);
 
 sky_scratch *sky_scratch_new(size_t logs_limit);
 void sky_scratch_free(sky_scratch *s);
@@ -125,8 +130,11 @@ sky_batch *sky_batch_new(int n);
 void sky_batch_free(sky_batch *b);
 int sky_score_batch(sky_scratch *s, sky_batch *b, PyObject *fn, PyObject *run, int nargs,
                     const char *in, size_t inlen, const size_t *offsets, const int32_t *ids,
-                    sky_argcache *cache, uint64_t token_base, int capture, uintptr_t context);
+                    sky_argcache *cache, uint64_t token_base, int flags, uintptr_t context);
 int sky_batch_phase(sky_batch *b);
+
+// sky_score_batch flags.
+enum { SKY_CAPTURE = 1, SKY_UNTRUSTED = 2 };
 int sky_slot_claim(sky_batch *b, int i);
 sky_slot *sky_batch_slot(sky_batch *b, int i);
 int sky_slot_state(sky_batch *b, int i);

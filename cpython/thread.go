@@ -137,6 +137,10 @@ func WithGIL(fn func(g *GIL)) error {
 	return nil
 }
 
+// Untrusted puts this thread's calls under the audit hook (see Untrusted)
+// until turned off; for code run through a GIL, such as imports.
+func (g *GIL) Untrusted(on bool) { C.sky_set_untrusted(cbool(on)) }
+
 // Call is Caller.Call with the GIL already held.
 func (g *GIL) Call(fn *Object, args []byte, nargs int) (any, error) {
 	p, n := cbytes(args)

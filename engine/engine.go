@@ -64,6 +64,13 @@ type Options struct {
 	PythonExecutable string
 	// PythonHome overrides the standard library location (PYTHONHOME).
 	PythonHome string
+	// Untrusted runs score and run under an audit hook that refuses process
+	// creation, signals to other processes, ctypes, and writes outside
+	// AllowWrites; each refusal is a PermissionError (a case error).
+	Untrusted bool
+	// AllowWrites are the directories untrusted code may write to
+	// (process-wide: every untrusted engine shares them).
+	AllowWrites []string
 	// LLM makes the metric's skynet.llm() calls. Nil: a client configured
 	// from the environment (SKYNET_METRIC_MODEL, SKYNET_REFLECTION_MODEL,
 	// SKYNET_LLM_BASE_URL or OPENAI_BASE_URL, SKYNET_API_KEY or OPENAI_API_KEY).
@@ -95,6 +102,7 @@ type Engine struct {
 	closed     atomic.Bool
 	avgCase    atomic.Int64 // moving average of a case's time in ns, sizes batches
 	scoreCalls atomic.Int64
+	mode       cpython.Mode
 	wedge      atomic.Pointer[Wedge]
 
 	cache *cpython.ArgCache // Python objects of repeated argument values
@@ -228,8 +236,21 @@ func Open(opts Options) (*Engine, error) {
 	}); err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
+	e.mode = cpython.Capture
+	if opts.Untrusted {
+		e.mode |= cpython.Untrusted
+		for _, dir := range opts.AllowWrites {
+			if err := cpython.AllowWrites(dir); err != nil {
+				return nil, fmt.Errorf("engine: %w", err)
+			}
+		}
+	}
 	var loadErr error
 	if err := cpython.WithGIL(func(g *cpython.GIL) {
+		if opts.Untrusted { // import-time code is untrusted too
+			g.Untrusted(true)
+			defer g.Untrusted(false)
+		}
 		if loadErr = e.load(g, opts.Metric); loadErr == nil && opts.Program != "" {
 			loadErr = e.loadProgram(g, opts.Program)
 		}

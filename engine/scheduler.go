@@ -320,7 +320,7 @@ func (e *Engine) runBatch(w *worker, jobs []*scoreJob) {
 	if jobs[0].program {
 		run = e.run
 	}
-	finished := w.caller.ScoreBatch(b, e.score, run, nargs, args, e.cache, br.tokenBase, true, w.slot.Handle(), batchBudget)
+	finished := w.caller.ScoreBatch(b, e.score, run, nargs, args, e.cache, br.tokenBase, e.mode, w.slot.Handle(), batchBudget)
 	e.scoreCalls.Add(int64(finished))
 	restoreCwd()
 	w.mu.Lock()
