@@ -45,10 +45,12 @@ bench-cli: build
 	python3 -c "import sys; l=open('$(EXAMPLE)/cases.jsonl').read().splitlines(); open('bin/big.jsonl','w').write(''.join(l[i%len(l)]+'\n' for i in range(200000)))"
 	./$(BIN) bench --metric $(EXAMPLE)/metric.py --cases 50000 --runs 5 --file bin/big.jsonl
 
-# The full soak: RSS after 1,000,000 cases within 5 MB of RSS after 10,000
-# (make test runs the same test on 200,000).
+# The full soaks: RSS after 1,000,000 cases within 5 MB of RSS after 10,000,
+# and 100,000 judge cases against a model server injecting faults (make test
+# runs both on fewer cases).
 soak: deps
 	SKYNET_SOAK=1000000 $(GO) test -count=1 -run '^TestSoak$$' -v ./engine
+	SKYNET_LLM_SOAK=100000 $(GO) test -count=1 -run '^TestModelFaultSoak$$' -v -timeout 30m ./engine
 
 FUZZTIME ?= 30s
 fuzz: deps
