@@ -9,6 +9,7 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"math"
 	"runtime"
 	"sync"
@@ -209,12 +210,16 @@ func (c *Caller) ScoreBatch(b *Batch, fn, run *Object, nargs int, args *BatchArg
 
 // ArgCache gives repeated argument values ids, so the Python objects built
 // for them are reused across calls (see sky_argcache), and remembers the
-// encoding of repeated JSON texts. Safe for concurrent use.
+// encoding of repeated JSON texts. A value is admitted the second time it is
+// seen: a stream of values that never repeat costs a little bookkeeping and
+// no memory. Safe for concurrent use.
 type ArgCache struct {
 	c        *C.sky_argcache
 	mu       sync.Mutex
 	ids      map[string]int32    // encoded value -> id
 	json     map[string]jsonMemo // JSON text -> its encoding and id
+	seen     map[uint64]struct{} // hashes of values seen once, not yet admitted
+	seed     maphash.Seed
 	bytes    int
 	maxBytes int
 }
@@ -224,16 +229,22 @@ type jsonMemo struct {
 	id  int32
 }
 
+// maxSeen bounds the first-sight set (about 1.5 MB); it is forgotten when
+// full. A hash collision only admits a value one sighting early.
+const maxSeen = 1 << 16
+
 // NewArgCache keeps at most maxBytes of values; later ones are not cached.
 func NewArgCache(maxBytes int) (*ArgCache, error) {
 	c := C.sky_argcache_new()
 	if c == nil {
 		return nil, errors.New("cpython: out of memory")
 	}
-	return &ArgCache{c: c, ids: map[string]int32{}, json: map[string]jsonMemo{}, maxBytes: maxBytes}, nil
+	return &ArgCache{c: c, ids: map[string]int32{}, json: map[string]jsonMemo{}, seen: map[uint64]struct{}{},
+		seed: maphash.MakeSeed(), maxBytes: maxBytes}, nil
 }
 
-// ID returns the id of an encoded value, or -1 when the cache is full.
+// ID returns the id of an encoded value, or -1 when it is not cached (seen
+// for the first time, or the cache is full).
 func (a *ArgCache) ID(value []byte) int32 {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -244,9 +255,18 @@ func (a *ArgCache) idLocked(value []byte) int32 {
 	if id, ok := a.ids[string(value)]; ok {
 		return id
 	}
+	h := maphash.Bytes(a.seed, value)
+	if _, again := a.seen[h]; !again {
+		if len(a.seen) >= maxSeen {
+			clear(a.seen)
+		}
+		a.seen[h] = struct{}{}
+		return -1
+	}
 	if a.bytes+len(value) > a.maxBytes || len(a.ids) >= math.MaxInt32 {
 		return -1
 	}
+	delete(a.seen, h)
 	id := int32(len(a.ids))
 	a.ids[string(value)] = id
 	a.bytes += len(value)

@@ -40,6 +40,10 @@ type Config struct {
 	Home string
 	// Argv becomes sys.argv; empty means ["skynet"].
 	Argv []string
+	// MemoryLimit caps the bytes Python code may hold (0: no cap); past it,
+	// allocations raise MemoryError. Python's own allocator is replaced by
+	// malloc underneath, so it costs some speed: opt-in.
+	MemoryLimit int64
 }
 
 var (
@@ -90,7 +94,7 @@ func resolve(cfg Config) Config {
 }
 
 func sameConfig(a, b Config) bool {
-	if a.Executable != b.Executable || a.Home != b.Home {
+	if a.Executable != b.Executable || a.Home != b.Home || a.MemoryLimit != b.MemoryLimit {
 		return false
 	}
 	return true // sys.argv differences are harmless
@@ -135,8 +139,11 @@ func initializeLocked(cfg Config) error {
 	}
 	var errBuf C.sky_buf
 	defer C.sky_buf_free(&errBuf)
+	if cfg.MemoryLimit < 0 {
+		return errors.New("cpython: MemoryLimit must not be negative")
+	}
 	if C.sky_initialize(cstr(cfg.Executable), cstr(cfg.Home), C.int(len(cfg.Argv)), argv,
-		cstr(hostSource), &errBuf) != 0 {
+		cstr(hostSource), C.size_t(cfg.MemoryLimit), &errBuf) != 0 {
 		if err := decodeError(bufBytes(&errBuf)); err != nil {
 			return fmt.Errorf("cpython: starting the interpreter: %w", err)
 		}

@@ -101,9 +101,22 @@ static void status_error(sky_buf *err, PyStatus st) {
 // signals, so Python installs no handlers and faulthandler stays off whatever
 // the environment says. On return the GIL is released.
 int sky_initialize(const char *program_name, const char *home, int argc, char **argv,
-                   const char *bootstrap, sky_buf *err) {
+                   const char *bootstrap, size_t memory_limit, sky_buf *err) {
     PyConfig config;
     PyStatus st;
+    if (memory_limit > 0) {
+        // The memory cap wraps the allocators between pre-initialisation
+        // and initialisation, the one point where that is allowed.
+        PyPreConfig pre;
+        PyPreConfig_InitPythonConfig(&pre);
+        pre.allocator = PYMEM_ALLOCATOR_MALLOC; // plain malloc beneath the cap, whatever PYTHONMALLOC says
+        st = Py_PreInitialize(&pre);
+        if (PyStatus_Exception(st)) {
+            status_error(err, st);
+            return -1;
+        }
+        sky_limit_memory(memory_limit);
+    }
     PyConfig_InitPythonConfig(&config);
     config.install_signal_handlers = 0;
     config.faulthandler = 0;

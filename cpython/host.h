@@ -49,7 +49,8 @@ enum { SKY_OK = 0, SKY_PYERR = 1, SKY_NOTHREAD = 2, SKY_RUNERR = 3 };
 enum { SKY_PHASE_SCORE = 0, SKY_PHASE_RUN = 1 };
 
 int sky_initialize(const char *program_name, const char *home, int argc, char **argv,
-                   const char *bootstrap, sky_buf *err);
+                   const char *bootstrap, size_t memory_limit, sky_buf *err);
+void sky_limit_memory(size_t bytes);
 void sky_buf_free(sky_buf *b);
 
 int sky_enter(void);

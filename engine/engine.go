@@ -64,6 +64,11 @@ type Options struct {
 	PythonExecutable string
 	// PythonHome overrides the standard library location (PYTHONHOME).
 	PythonHome string
+	// PythonMemoryLimit caps the memory Python code may hold, in bytes
+	// (0: no cap): an allocation bomb then raises MemoryError in its case
+	// instead of the process being killed. One per process, like the
+	// interpreter; it slows allocation, so it is opt-in.
+	PythonMemoryLimit int64
 	// Untrusted runs score and run under an audit hook that refuses process
 	// creation, signals to other processes, ctypes, and writes outside
 	// AllowWrites; each refusal is a PermissionError (a case error).
@@ -230,9 +235,10 @@ func Open(opts Options) (*Engine, error) {
 		}
 	}
 	if err := cpython.Initialize(cpython.Config{
-		Executable: opts.PythonExecutable,
-		Home:       opts.PythonHome,
-		Argv:       []string{path},
+		Executable:  opts.PythonExecutable,
+		Home:        opts.PythonHome,
+		MemoryLimit: opts.PythonMemoryLimit,
+		Argv:        []string{path},
 	}); err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}

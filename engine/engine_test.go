@@ -466,3 +466,39 @@ func TestMain(m *testing.M) {
 	runtime.GOMAXPROCS(max(runtime.GOMAXPROCS(0), 2))
 	os.Exit(m.Run())
 }
+
+// TestMemoryLimit runs a child process whose interpreter has a memory cap:
+// an allocation bomb becomes a MemoryError in its case, and the next case runs.
+func TestMemoryLimit(t *testing.T) {
+	if os.Getenv("SKYNET_TEST_MEMLIMIT_CHILD") != "" {
+		return
+	}
+	metric := writeMetric(t, `
+def score(input, output, expected=None):
+    if output == "bomb":
+        hoard = []
+        while True:
+            hoard.append("x" * 10_000_000)
+    return 1.0, {"feedback": "fine"}
+`)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestMemoryLimitChild$", "-test.v")
+	cmd.Env = append(os.Environ(), "SKYNET_TEST_MEMLIMIT_CHILD="+metric)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, string(out))
+	assert.Contains(t, string(out), "BOMB: exception: MemoryError\n")
+	assert.Contains(t, string(out), "NEXT: fine\n")
+}
+
+func TestMemoryLimitChild(t *testing.T) {
+	metric := os.Getenv("SKYNET_TEST_MEMLIMIT_CHILD")
+	if metric == "" {
+		t.Skip("runs as TestMemoryLimit's child process")
+	}
+	e := open(t, Options{Metric: metric, PythonMemoryLimit: 256 << 20})
+	r := e.Score(ctx, Case{ID: "b", Input: map[string]any{}, Output: "bomb"})
+	require.NotNil(t, r.Err)
+	fmt.Printf("BOMB: %s: %s\n", r.Err.Kind, r.Err.Message)
+	r = e.Score(ctx, Case{ID: "n", Input: map[string]any{}, Output: "next"})
+	require.Nil(t, r.Err, "%+v", r.Err)
+	fmt.Printf("NEXT: %s\n", r.Feedback)
+}
