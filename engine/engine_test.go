@@ -473,14 +473,8 @@ func TestMemoryLimit(t *testing.T) {
 	if os.Getenv("SKYNET_TEST_MEMLIMIT_CHILD") != "" {
 		return
 	}
-	metric := writeMetric(t, `
-def score(input, output, expected=None):
-    if output == "bomb":
-        hoard = []
-        while True:
-            hoard.append("x" * 10_000_000)
-    return 1.0, {"feedback": "fine"}
-`)
+	metric, err := filepath.Abs("../testdata/faults/memory_bomb.py")
+	require.NoError(t, err)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestMemoryLimitChild$", "-test.v")
 	cmd.Env = append(os.Environ(), "SKYNET_TEST_MEMLIMIT_CHILD="+metric)
 	out, err := cmd.CombinedOutput()
