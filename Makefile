@@ -30,6 +30,7 @@ test: deps fmt-check vet
 	$(GO) test -count=1 ./...
 	$(GO) test -count=1 -race ./...
 	$(MAKE) --no-print-directory asan
+	$(MAKE) --no-print-directory fuzz FUZZTIME=2s
 
 # The C layer under AddressSanitizer and LeakSanitizer. libpython's own
 # allocations are suppressed: the interpreter is never finalised, so what it
