@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 static char **write_dirs;      // absolute, resolved directories writes may go to
+static int any_untrusted;      // untrusted code has run: threads it may have started are untrusted too
 static int n_write_dirs;
 static PyThread_type_lock dirs_lock;
 
@@ -93,7 +94,10 @@ static const char *path_arg(PyObject *o, PyObject **holder) {
 
 static int audit_hook(const char *event, PyObject *args, void *data) {
     sky_thread *t = sky_current_thread_if_any();
-    if (!t || !t->untrusted) return 0;
+    // A thread Skynet did not make (no sky_thread) was started by Python
+    // code: once untrusted code has run, it may be untrusted code's.
+    int untrusted = t ? t->untrusted : __atomic_load_n(&any_untrusted, __ATOMIC_RELAXED);
+    if (!untrusted) return 0;
     for (int i = 0; denied_events[i]; i++)
         if (strcmp(event, denied_events[i]) == 0) return deny(event, NULL);
     for (int i = 0; denied_prefixes[i]; i++)
@@ -138,4 +142,5 @@ int sky_install_audit_hook(void) { return PySys_AddAuditHook(audit_hook, NULL); 
 void sky_set_untrusted(int on) {
     sky_thread *t = sky_current_thread();
     if (t) t->untrusted = on;
+    if (on) __atomic_store_n(&any_untrusted, 1, __ATOMIC_RELAXED);
 }

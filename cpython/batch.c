@@ -301,7 +301,7 @@ int sky_score_batch(sky_scratch *s, sky_batch *b, PyObject *fn, PyObject *run, i
                        &saved_running);
             t->case_index = i;
             t->run_ns = -1;
-            t->untrusted = (flags & SKY_UNTRUSTED) != 0;
+            if (flags & SKY_UNTRUSTED) sky_set_untrusted(1);
             if (run) {
                 output = PyObject_Vectorcall(run, args, 2, NULL); // new ref: run(artifact, input)
                 int64_t ran = sky_now_ns();

@@ -20,6 +20,19 @@ def score(input, output, expected=None):
     if what == "write": open(path, "w").write("x")
     if what == "remove": os.remove(path)
     if what == "read": open(path).read()
+    if what == "thread":
+        import threading
+        seen = []
+        def escape():
+            try:
+                os.system("true")
+                seen.append("escaped")
+            except PermissionError as exc:
+                seen.append(str(exc))
+        th = threading.Thread(target=escape)
+        th.start()
+        th.join()
+        return 1.0, {"feedback": seen[0]}
     return 1.0, {"feedback": "done"}
 `
 
@@ -55,6 +68,9 @@ func TestUntrustedMode(t *testing.T) {
 	sneaky := filepath.Join(allowed, "..", filepath.Base(outside), "g.txt")
 	r = e.Score(ctx, Case{ID: "dots", Input: map[string]any{"path": sneaky}, Output: "write"})
 	require.NotNil(t, r.Err, "a path that climbs out of the allowed directory is refused")
+	r = e.Score(ctx, Case{ID: "t", Input: map[string]any{}, Output: "thread"})
+	require.Nil(t, r.Err, "%+v", r.Err)
+	assert.Equal(t, "skynet untrusted mode: os.system is not allowed", r.Feedback, "a thread the metric starts is no way out")
 	for what, path := range map[string]string{"write": filepath.Join(allowed, "ok.txt"), "read": readable} {
 		r = e.Score(ctx, Case{ID: what, Input: map[string]any{"path": path}, Output: what})
 		assert.Nil(t, r.Err, "%s %s: %+v", what, path, r.Err)
