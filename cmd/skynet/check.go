@@ -24,7 +24,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
 	}
-	if !required(stderr, "check", map[string]string{"metric": *metric, "data": *data}) {
+	if !required(stderr, "check", "metric", *metric, "data", *data) {
 		return exitUsage
 	}
 	if *samples < 1 {

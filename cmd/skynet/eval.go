@@ -38,11 +38,8 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
 	}
-	for name, v := range map[string]string{"program": *program, "artifact": *artifactPath, "metric": *metric, "data": *data} {
-		if v == "" {
-			fmt.Fprintf(stderr, "skynet eval: --%s is required\n", name)
-			return exitUsage
-		}
+	if !required(stderr, "eval", "program", *program, "artifact", *artifactPath, "metric", *metric, "data", *data) {
+		return exitUsage
 	}
 	if *workers < 1 || *limit < 0 || *sample < 0 {
 		fmt.Fprintln(stderr, "skynet eval: --workers must be at least 1; --limit and --sample must not be negative")

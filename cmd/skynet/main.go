@@ -133,10 +133,12 @@ func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) (code int, ok
 	return 0, true
 }
 
-func required(stderr io.Writer, cmd string, flags map[string]string) bool {
-	for _, name := range []string{"metric", "data"} {
-		if v, ok := flags[name]; ok && v == "" {
-			fmt.Fprintf(stderr, "skynet %s: --%s is required\n", cmd, name)
+// required reports the first flag left empty, in the order given as
+// name, value pairs.
+func required(stderr io.Writer, cmd string, pairs ...string) bool {
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if pairs[i+1] == "" {
+			fmt.Fprintf(stderr, "skynet %s: --%s is required\n", cmd, pairs[i])
 			return false
 		}
 	}

@@ -56,7 +56,7 @@ func runScore(args []string, stdout, stderr io.Writer) int {
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
 	}
-	if !required(stderr, "score", map[string]string{"metric": *metric, "data": *data}) {
+	if !required(stderr, "score", "metric", *metric, "data", *data) {
 		return exitUsage
 	}
 	if *workers < 1 {
