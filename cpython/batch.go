@@ -42,9 +42,6 @@ func NewBatch(n int) (*Batch, error) {
 	return &Batch{b: b, n: n}, nil
 }
 
-// Len is the number of cases.
-func (b *Batch) Len() int { return b.n }
-
 // Free releases the batch. Idempotent; never while ScoreBatch runs on it.
 func (b *Batch) Free() {
 	if b.b != nil {

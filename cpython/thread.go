@@ -141,14 +141,6 @@ func WithGIL(fn func(g *GIL)) error {
 // until turned off; for code run through a GIL, such as imports.
 func (g *GIL) Untrusted(on bool) { C.sky_set_untrusted(cbool(on)) }
 
-// Call is Caller.Call with the GIL already held.
-func (g *GIL) Call(fn *Object, args []byte, nargs int) (any, error) {
-	p, n := cbytes(args)
-	rc := C.sky_call(g.c.s, fn.p, nil, p, n, C.int(nargs), 0, 0, 0)
-	runtime.KeepAlive(args)
-	return g.c.result(rc)
-}
-
 // CallValue calls fn with Go values and returns the decoded result.
 func (g *GIL) CallValue(fn *Object, args ...any) (any, error) {
 	return g.CallValueWith(fn, nil, args...)
@@ -156,34 +148,41 @@ func (g *GIL) CallValue(fn *Object, args ...any) (any, error) {
 
 // CallValueWith is CallValue with obj (when not nil) as the first argument.
 func (g *GIL) CallValueWith(fn, obj *Object, args ...any) (any, error) {
-	var e Encoder
-	for _, a := range args {
-		if err := e.Value(a); err != nil {
-			return nil, err
-		}
+	buf, err := encodeArgs(args)
+	if err != nil {
+		return nil, err
 	}
-	p, n := cbytes(e.buf)
+	p, n := cbytes(buf)
 	var first *C.PyObject
 	if obj != nil {
 		first = obj.p
 	}
 	rc := C.sky_call(g.c.s, fn.p, first, p, n, C.int(len(args)), 0, 0, 0)
-	runtime.KeepAlive(e.buf)
+	runtime.KeepAlive(buf)
 	return g.c.result(rc)
 }
 
-// CallObject calls fn with Go values and returns the result as an Object.
-func (g *GIL) CallObject(fn *Object, args ...any) (*Object, error) {
+// encodeArgs encodes call arguments one after another in one buffer.
+func encodeArgs(args []any) ([]byte, error) {
 	var e Encoder
 	for _, a := range args {
 		if err := e.Value(a); err != nil {
 			return nil, err
 		}
 	}
-	p, n := cbytes(e.buf)
+	return e.buf, nil
+}
+
+// CallObject calls fn with Go values and returns the result as an Object.
+func (g *GIL) CallObject(fn *Object, args ...any) (*Object, error) {
+	buf, err := encodeArgs(args)
+	if err != nil {
+		return nil, err
+	}
+	p, n := cbytes(buf)
 	var res *C.PyObject
 	rc := C.sky_call_obj(g.c.s, fn.p, p, n, C.int(len(args)), &res)
-	runtime.KeepAlive(e.buf)
+	runtime.KeepAlive(buf)
 	if rc != C.SKY_OK {
 		return nil, decodeError(g.c.out())
 	}
