@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -53,43 +54,43 @@ func (e *Engine) Check(ctx context.Context, cases []Case) []Check {
 		rv.Message = "no sample cases to call score on"
 		return append(checks, rv)
 	}
-	var problems []string
-	same := map[string][]string{} // problem without its case -> later cases with it
+	// One entry per distinct problem, in order, with the cases it recurs on.
+	type problem struct {
+		first, rest string
+		also        []string
+	}
+	var problems []*problem
 	for _, c := range samples {
 		r := e.Score(ctx, c)
 		if r.Err == nil {
 			continue
 		}
-		msg := r.Err.Message
-		switch r.Err.Kind {
-		case KindException:
-			msg = fmt.Sprintf("%s: score raised %s", caseName(c.ID), r.Err.Message)
-		case KindTimeout, KindInput, KindCanceled:
-			msg = fmt.Sprintf("%s: %s", caseName(c.ID), r.Err.Message)
+		// Messages other than a Python exception's already name the case.
+		rest := strings.TrimPrefix(r.Err.Message, caseName(c.ID)+": ")
+		if r.Err.Kind == KindException {
+			rest = "score raised " + rest
 		}
 		if rv.OK {
 			rv.OK, rv.Case, rv.Detail = false, c.ID, r.Err.Traceback
 		}
-		rest := strings.TrimPrefix(msg, caseName(c.ID)+": ")
-		if ids, seen := same[rest]; seen {
-			same[rest] = append(ids, c.ID)
+		i := slices.IndexFunc(problems, func(p *problem) bool { return p.rest == rest })
+		if i >= 0 {
+			problems[i].also = append(problems[i].also, c.ID)
 			continue
 		}
-		same[rest] = []string{}
-		problems = append(problems, msg)
+		problems = append(problems, &problem{first: c.ID, rest: rest})
 	}
 	if rv.OK {
 		rv.Message = fmt.Sprintf("%d sample case(s) returned valid (score, side info) pairs", len(samples))
 		return append(checks, rv)
 	}
-	// One line per distinct problem, naming the other cases it recurs on.
+	lines := make([]string, len(problems))
 	for i, p := range problems {
-		for rest, ids := range same {
-			if len(ids) > 0 && strings.HasSuffix(p, ": "+rest) {
-				problems[i] = fmt.Sprintf("%s (also case %s)", p, strings.Join(ids, ", "))
-			}
+		lines[i] = fmt.Sprintf("%s: %s", caseName(p.first), p.rest)
+		if len(p.also) > 0 {
+			lines[i] += fmt.Sprintf(" (also case %s)", strings.Join(p.also, ", "))
 		}
 	}
-	rv.Message = strings.Join(problems, "; ")
+	rv.Message = strings.Join(lines, "; ")
 	return append(checks, rv)
 }

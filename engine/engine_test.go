@@ -498,3 +498,11 @@ func TestMemoryLimitChild(t *testing.T) {
 	require.Nil(t, r.Err, "%+v", r.Err)
 	fmt.Printf("NEXT: %s\n", r.Feedback)
 }
+
+// A timed-out sample is named once, not as "case x: case x: ...".
+func TestCheckNamesTheCaseOnce(t *testing.T) {
+	e := open(t, Options{Metric: writeMetric(t, "def score(i, o, e=None):\n    while True: pass\n"),
+		Timeout: 200 * time.Millisecond, Samples: 1})
+	checks := e.Check(ctx, []Case{{ID: "s", Input: map[string]any{}}})
+	assert.Equal(t, "case s: score timed out after 200ms", checks[len(checks)-1].Message)
+}
