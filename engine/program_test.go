@@ -46,7 +46,8 @@ def score(input, output, expected=None):
     return (1.0 if output.text == expected["label"] else 0.0), {"feedback": f"{kind}: {output.text}"}
 `)
 	e := open(t, Options{Metric: metric, Program: program})
-	rs := evaluate(t, e, "say ", Case{ID: "a", Input: map[string]any{"q": "hi"}, Expected: map[string]any{"label": "say hi"}})
+	// The caller's Output is not used (run makes it), so it need not even encode.
+	rs := evaluate(t, e, "say ", Case{ID: "a", Input: map[string]any{"q": "hi"}, Output: struct{}{}, Expected: map[string]any{"label": "say hi"}})
 	require.Nil(t, rs[0].Err, "%+v", rs[0].Err)
 	assert.Equal(t, 1.0, rs[0].Score)
 	assert.Equal(t, "Answer: say hi", rs[0].Feedback)

@@ -12,7 +12,8 @@ import (
 // encodeCase encodes score's arguments, checking the shapes the contract
 // promises the metric: input a dict, expected a dict or None. Repeated JSON
 // texts are transcoded once (ArgCache.JSON).
-func (e *Engine) encodeCase(c Case, j *scoreJob) error {
+// A program case (program) has no caller output to encode: run makes it.
+func (e *Engine) encodeCase(c Case, j *scoreJob, program bool) error {
 	if c.Input == nil {
 		return fmt.Errorf("input is missing: it must be a dict of the case's input fields")
 	}
@@ -20,6 +21,9 @@ func (e *Engine) encodeCase(c Case, j *scoreJob) error {
 	names := [3]string{"input", "output", "expected"}
 	for k := 0; k < e.nargs; k++ {
 		var err error
+		if k == 1 && program {
+			continue
+		}
 		if k == 1 {
 			// Outputs differ from candidate to candidate: caching them would
 			// only fill the cache, so they are always built afresh.
@@ -90,7 +94,7 @@ func (e *Engine) prepare(ctx context.Context, j *scoreJob, c Case, artifact *pre
 		j.deliver(outcome{final: &r})
 		return
 	}
-	if err := e.encodeCase(c, j); err != nil {
+	if err := e.encodeCase(c, j, artifact != nil); err != nil {
 		r := failed(c.ID, KindInput, fmt.Sprintf("%s: %v", caseName(c.ID), err))
 		j.deliver(outcome{final: &r})
 		return
