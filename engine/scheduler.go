@@ -113,7 +113,6 @@ type batchRun struct {
 
 // worker is a goroutine that scores batches with its own Caller.
 type worker struct {
-	engine  *Engine
 	caller  *cpython.Caller
 	slot    *skynetmod.Slot // the batch's observations, for the skynet module
 	retired atomic.Bool     // replaced after a stuck call; exits when it returns
@@ -130,7 +129,7 @@ func (e *Engine) startWorker() error {
 	if err != nil {
 		return fmt.Errorf("engine: %w", err)
 	}
-	w := &worker{engine: e, caller: c, slot: skynetmod.NewSlot()}
+	w := &worker{caller: c, slot: skynetmod.NewSlot()}
 	w.slot.SetModel(func(i int, inRun bool, req llm.Request) (string, error) { return e.callModel(w, i, inRun, req) })
 	e.poolMu.Lock()
 	e.pool = append(e.pool, w)
@@ -168,7 +167,7 @@ func (e *Engine) workerLoop(w *worker) {
 				return
 			}
 		}
-		jobs = w.take(e, first, jobs[:0])
+		jobs = e.take(first, jobs[:0])
 		if len(jobs) > 0 {
 			e.runBatch(w, jobs)
 		}
@@ -232,8 +231,8 @@ func (j *scoreJob) account(r llm.Reply, err error) {
 }
 
 // batchSize is how many cases fill about batchBudget at the recent pace.
-func (w *worker) batchSize() int {
-	avg := time.Duration(w.engine.avgCase.Load())
+func (e *Engine) batchSize() int {
+	avg := time.Duration(e.avgCase.Load())
 	if avg <= 0 {
 		return 1 // nothing measured yet: a slow metric must not be hoarded by one worker
 	}
@@ -244,8 +243,8 @@ func (w *worker) batchSize() int {
 // skipping abandoned ones; what does not fit goes back in the queue.
 // A batch either scores or evaluates a program, so jobs of the other kind
 // go back too.
-func (w *worker) take(e *Engine, parcel []*scoreJob, jobs []*scoreJob) []*scoreJob {
-	size := w.batchSize()
+func (e *Engine) take(parcel []*scoreJob, jobs []*scoreJob) []*scoreJob {
+	size := e.batchSize()
 	var other []*scoreJob
 	defer func() {
 		if len(other) > 0 {
