@@ -8,10 +8,8 @@ import (
 	"io"
 	"iter"
 	"os"
-	"os/signal"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/skynetml/skynet/engine"
@@ -62,38 +60,16 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	defer closeOut()
-	client, err := models.client()
-	if err != nil {
-		fmt.Fprintf(stderr, "skynet eval: %v\n", err)
-		return exitUsage
+	e, client, closeAll, code := openEngine("eval", stderr, models, engine.Options{Metric: *metric, Program: *program,
+		Timeout: *timeout, RunTimeout: *runTimeout, Workers: *workers})
+	if code != exitOK {
+		return code
 	}
-	defer client.Close()
-	e, err := engine.Open(engine.Options{Metric: *metric, Program: *program, Timeout: *timeout, RunTimeout: *runTimeout,
-		Workers: *workers, LLM: client})
-	if err != nil {
-		return openFailed(stderr, "eval", err)
-	}
-	defer e.Close()
-
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	var bar *progress
-	if isTerminal(stderr) {
-		bar = &progress{w: stderr, total: len(cases)}
-	}
-	go warnWedges(ctx, e, stderr)
-	st, err := writeResults(e.Evaluate(ctx, strings.TrimRight(string(artifact), "\n"), pending(slices.Values(cases), done)), results, bar, true)
-	if bar != nil {
-		bar.done()
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "skynet eval: %v\n", err)
-		return exitUsage
-	}
-	st.print(summary, ctx.Err() != nil)
-	printResumed(summary, done)
-	printModelUse(summary, client)
-	return exitOK
+	defer closeAll()
+	artifactText := strings.TrimRight(string(artifact), "\n")
+	return runPass("eval", e, client, len(cases), done, summary, stderr, func(ctx context.Context, bar *progress) (*stats, error) {
+		return writeResults(e.Evaluate(ctx, artifactText, pending(slices.Values(cases), done)), results, bar, true)
+	})
 }
 
 func printResumed(w io.Writer, done map[string]bool) {

@@ -11,7 +11,6 @@ import (
 	"iter"
 	"math"
 	"os"
-	"os/signal"
 	"sort"
 	"strconv"
 	"strings"
@@ -77,37 +76,15 @@ func runScore(args []string, stdout, stderr io.Writer) int {
 	}
 	defer closeOut()
 
-	client, err := models.client()
-	if err != nil {
-		fmt.Fprintf(stderr, "skynet score: %v\n", err)
-		return exitUsage
+	e, client, closeAll, code := openEngine("score", stderr, models,
+		engine.Options{Metric: *metric, Timeout: *timeout, Workers: *workers})
+	if code != exitOK {
+		return code
 	}
-	defer client.Close()
-	e, err := engine.Open(engine.Options{Metric: *metric, Timeout: *timeout, Workers: *workers, LLM: client})
-	if err != nil {
-		return openFailed(stderr, "score", err)
-	}
-	defer e.Close()
-
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	var bar *progress
-	if isTerminal(stderr) {
-		bar = &progress{w: stderr, total: total}
-	}
-	go warnWedges(ctx, e, stderr)
-	st, err := scoreStream(ctx, e, in, results, done, bar)
-	if bar != nil {
-		bar.done()
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "skynet score: %v\n", err)
-		return exitUsage
-	}
-	st.print(summary, ctx.Err() != nil)
-	printResumed(summary, done)
-	printModelUse(summary, client)
-	return exitOK
+	defer closeAll()
+	return runPass("score", e, client, total, done, summary, stderr, func(ctx context.Context, bar *progress) (*stats, error) {
+		return scoreStream(ctx, e, in, results, done, bar)
+	})
 }
 
 // openCases opens the case file and counts its lines for the progress bar.
