@@ -92,7 +92,15 @@ static const char *path_arg(PyObject *o, PyObject **holder) {
     return PyUnicode_Check(fs) ? PyUnicode_AsUTF8(fs) : PyBytes_Check(fs) ? PyBytes_AS_STRING(fs) : NULL;
 }
 
+// cwd_moved is set when Python code changes the working directory
+// (os.chdir and os.fchdir both raise "os.chdir"), so the host restores it
+// only then instead of asking the kernel after every batch.
+static int cwd_moved;
+
+int sky_take_cwd_moved(void) { return __atomic_exchange_n(&cwd_moved, 0, __ATOMIC_ACQ_REL); }
+
 static int audit_hook(const char *event, PyObject *args, void *data) {
+    if (event[0] == 'o' && strcmp(event, "os.chdir") == 0) __atomic_store_n(&cwd_moved, 1, __ATOMIC_RELEASE);
     sky_thread *t = sky_current_thread_if_any();
     // A thread Skynet did not make (no sky_thread) was started by Python
     // code: once untrusted code has run, it may be untrusted code's.

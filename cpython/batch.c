@@ -46,7 +46,8 @@ void sky_batch_free(sky_batch *b) {
     free(b);
 }
 
-static char *copy_out(sky_batch *b, const char *p, size_t n) {
+// reserve returns n bytes of slot data in the batch's chunks.
+static char *reserve(sky_batch *b, size_t n) {
     sky_chunk *c = b->chunks;
     if (!c || c->len + n > c->cap) {
         size_t cap = n > 16384 ? n : 16384;
@@ -58,8 +59,13 @@ static char *copy_out(sky_batch *b, const char *p, size_t n) {
         b->chunks = c;
     }
     char *d = c->data + c->len;
-    if (n) memcpy(d, p, n);
     c->len += n;
+    return d;
+}
+
+static char *copy_out(sky_batch *b, const char *p, size_t n) {
+    char *d = reserve(b, n);
+    if (d && n) memcpy(d, p, n);
     return d;
 }
 
@@ -173,10 +179,63 @@ static PyObject *arg(sky_argcache *c, int32_t id, const char *p, const char *end
     return o;
 }
 
-// fast_pair writes the common return value, (number, {"feedback": str
-// [, "scores": {str: number}]}), as a compact 'R' record; anything else
-// returns 0 and is encoded in full for Go to validate and report.
-static int fast_pair(sky_buf *out, PyObject *res) {
+// A score pair is the common return value, (number, {"feedback": str[,
+// "scores": {str: number}]}) with finite numbers. score_pair recognises it
+// and sizes its compact 'R' record; anything else returns 0 and is encoded
+// in full for Go to validate and report. Every reference here is borrowed.
+typedef struct {
+    double score;
+    const char *feedback;
+    Py_ssize_t feedback_len;
+    PyObject *scores; // NULL when the side info has no "scores"
+    size_t size;      // of the record
+} score_pair;
+
+static size_t uvarint_len(uint64_t v) {
+    size_t n = 1;
+    while (v >= 0x80) { v >>= 7; n++; }
+    return n;
+}
+
+static char *put_uvarint(char *p, uint64_t v) {
+    while (v >= 0x80) { *p++ = (char)(v | 0x80); v >>= 7; }
+    *p++ = (char)v;
+    return p;
+}
+
+static char *put_f64(char *p, double d) {
+    uint64_t bits;
+    memcpy(&bits, &d, 8);
+    for (int i = 0; i < 8; i++) p[i] = (char)(bits >> (8 * i)); // little-endian, as Go reads it
+    return p + 8;
+}
+
+// utf8 views a str's UTF-8 without a copy; NULL (error cleared) if it has none.
+static const char *utf8(PyObject *s, Py_ssize_t *n) {
+    if (PyUnicode_IS_COMPACT_ASCII(s)) {
+        *n = PyUnicode_GET_LENGTH(s);
+        return (const char *)PyUnicode_DATA(s);
+    }
+    const char *p = PyUnicode_AsUTF8AndSize(s, n);
+    if (!p) PyErr_Clear(); // lone surrogates: the full path escapes them
+    return p;
+}
+
+static int is_key(PyObject *k, PyObject *interned, const char *name) {
+    if (k == interned) return 1; // literal keys are interned: the usual case
+    return PyUnicode_CheckExact(k) && PyUnicode_CompareWithASCIIString(k, name) == 0;
+}
+
+static int number(PyObject *x, double *d) {
+    if (PyFloat_CheckExact(x)) *d = PyFloat_AS_DOUBLE(x);
+    else if (PyLong_CheckExact(x)) {
+        *d = PyLong_AsDouble(x);
+        if (*d == -1.0 && PyErr_Occurred()) { PyErr_Clear(); return 0; }
+    } else return 0;
+    return isfinite(*d);
+}
+
+static int score_pair_of(PyObject *res, score_pair *p) {
     static PyObject *k_feedback, *k_scores;
     if (!k_feedback) {
         k_feedback = PyUnicode_InternFromString("feedback"); // kept forever
@@ -185,59 +244,72 @@ static int fast_pair(sky_buf *out, PyObject *res) {
     }
     PyObject *v, *side;
     if (PyTuple_CheckExact(res) && PyTuple_GET_SIZE(res) == 2) {
-        v = PyTuple_GET_ITEM(res, 0);    // borrowed
-        side = PyTuple_GET_ITEM(res, 1); // borrowed
+        v = PyTuple_GET_ITEM(res, 0);
+        side = PyTuple_GET_ITEM(res, 1);
     } else if (PyList_CheckExact(res) && PyList_GET_SIZE(res) == 2) {
         v = PyList_GET_ITEM(res, 0);
         side = PyList_GET_ITEM(res, 1);
     } else {
         return 0;
     }
-    double score;
-    if (PyFloat_CheckExact(v)) score = PyFloat_AS_DOUBLE(v);
-    else if (PyLong_CheckExact(v)) {
-        score = PyLong_AsDouble(v);
-        if (score == -1.0 && PyErr_Occurred()) { PyErr_Clear(); return 0; }
-    } else return 0;
-    if (!isfinite(score) || !PyDict_CheckExact(side)) return 0;
-    PyObject *fb = PyDict_GetItemWithError(side, k_feedback); // borrowed
-    if (!fb) { PyErr_Clear(); return 0; }
-    if (!PyUnicode_CheckExact(fb)) return 0;
-    PyObject *scores = PyDict_GetItemWithError(side, k_scores); // borrowed
-    if (!scores && PyErr_Occurred()) { PyErr_Clear(); return 0; }
-    if (PyDict_GET_SIZE(side) != (scores ? 2 : 1)) return 0; // extra keys: full path
-    if (scores && !PyDict_CheckExact(scores)) return 0;
+    if (!number(v, &p->score) || !PyDict_CheckExact(side)) return 0;
+    Py_ssize_t n = PyDict_GET_SIZE(side);
+    if (n < 1 || n > 2) return 0;
+    PyObject *fb = NULL, *k, *x;
+    p->scores = NULL;
     Py_ssize_t pos = 0;
-    PyObject *k, *x;
-    while (scores && PyDict_Next(scores, &pos, &k, &x)) { // borrowed
-        if (!PyUnicode_CheckExact(k)) return 0;
-        if (!(PyFloat_CheckExact(x) || PyLong_CheckExact(x))) return 0;
-        if (PyFloat_CheckExact(x) && !isfinite(PyFloat_AS_DOUBLE(x))) return 0;
+    while (PyDict_Next(side, &pos, &k, &x)) {
+        if (is_key(k, k_feedback, "feedback")) fb = x;
+        else if (is_key(k, k_scores, "scores")) p->scores = x;
+        else return 0; // other keys: the full path passes them through
     }
-    size_t mark = out->len;
-    unsigned char tag = 'R';
-    uint64_t bits;
-    memcpy(&bits, &score, 8);
-    if (sky_buf_put_raw(out, &tag, 1) < 0 || sky_buf_put_u64(out, bits) < 0) goto fail;
-    Py_ssize_t n;
-    const char *s = PyUnicode_AsUTF8AndSize(fb, &n);
-    if (!s) { PyErr_Clear(); goto fail; } // lone surrogates: the full path escapes them
-    if (sky_buf_put_str(out, s, (size_t)n) < 0) goto fail;
-    if (sky_buf_put_uvarint(out, scores ? (uint64_t)PyDict_GET_SIZE(scores) : 0) < 0) goto fail;
-    pos = 0;
-    while (scores && PyDict_Next(scores, &pos, &k, &x)) {
-        const char *ks = PyUnicode_AsUTF8AndSize(k, &n);
-        if (!ks) { PyErr_Clear(); goto fail; }
-        double d = PyFloat_CheckExact(x) ? PyFloat_AS_DOUBLE(x) : PyLong_AsDouble(x);
-        if ((d == -1.0 && PyErr_Occurred()) || !isfinite(d)) { PyErr_Clear(); goto fail; }
-        memcpy(&bits, &d, 8);
-        if (sky_buf_put_str(out, ks, (size_t)n) < 0 || sky_buf_put_u64(out, bits) < 0) goto fail;
+    if (!fb || !PyUnicode_CheckExact(fb)) return 0;
+    if (!(p->feedback = utf8(fb, &p->feedback_len)) || (size_t)p->feedback_len > (1u << 20)) return 0;
+    size_t size = 1 + 8 + uvarint_len((uint64_t)p->feedback_len) + (size_t)p->feedback_len;
+    Py_ssize_t nscores = 0;
+    if (p->scores) {
+        if (!PyDict_CheckExact(p->scores)) return 0;
+        nscores = PyDict_GET_SIZE(p->scores);
+        pos = 0;
+        while (PyDict_Next(p->scores, &pos, &k, &x)) {
+            double d;
+            Py_ssize_t kn;
+            if (!PyUnicode_CheckExact(k) || !number(x, &d) || !utf8(k, &kn) || kn > (1 << 20)) return 0;
+            size += uvarint_len((uint64_t)kn) + (size_t)kn + 8;
+        }
     }
+    p->size = size + uvarint_len((uint64_t)nscores);
     return 1;
-fail:
-    out->len = mark;
-    PyErr_Clear();
-    return 0;
+}
+
+// put_score_pair writes p's record to d (p->size bytes).
+static void put_score_pair(char *d, const score_pair *p) {
+    *d++ = 'R';
+    d = put_f64(d, p->score);
+    d = put_uvarint(d, (uint64_t)p->feedback_len);
+    memcpy(d, p->feedback, (size_t)p->feedback_len);
+    d += p->feedback_len;
+    d = put_uvarint(d, p->scores ? (uint64_t)PyDict_GET_SIZE(p->scores) : 0);
+    Py_ssize_t pos = 0, kn;
+    PyObject *k, *x;
+    while (p->scores && PyDict_Next(p->scores, &pos, &k, &x)) { // checked by score_pair_of
+        double v;
+        const char *ks = utf8(k, &kn);
+        number(x, &v);
+        d = put_uvarint(d, (uint64_t)kn);
+        memcpy(d, ks, (size_t)kn);
+        d = put_f64(d + kn, v);
+    }
+}
+
+// buf_score_pair appends res's record to out if res is a score pair.
+static int buf_score_pair(sky_buf *out, PyObject *res) {
+    score_pair p;
+    if (!score_pair_of(res, &p)) return 0;
+    char *d = sky_buf_reserve(out, p.size);
+    if (!d) { PyErr_Clear(); return 0; }
+    put_score_pair(d, &p);
+    return 1;
 }
 
 int sky_batch_phase(sky_batch *b) { return __atomic_load_n(&b->phase, __ATOMIC_ACQUIRE); }
@@ -284,6 +356,8 @@ int sky_score_batch(sky_scratch *s, sky_batch *b, PyObject *fn, PyObject *run, i
 
         PyObject *args[SKY_MAX_ARGS] = {NULL};
         PyObject *res = NULL, *output = NULL;
+        char *direct = NULL; // the result record, written straight into the batch
+        size_t pair_size = 0;
         int rc = SKY_PYERR, ok = 1;
         s->out.len = 0;
         slot->run_ns = -1;
@@ -321,11 +395,16 @@ int sky_score_batch(sky_scratch *s, sky_batch *b, PyObject *fn, PyObject *run, i
             t->untrusted = 0;
             t->phase = SKY_PHASE_SCORE;
             t->run_ns = -1;
-            if (rc != SKY_RUNERR) {
+            score_pair pair;
+            if (!output && res && score_pair_of(res, &pair) && (direct = reserve(b, pair.size))) {
+                put_score_pair(direct, &pair); // straight into the slot: the common case
+                pair_size = pair.size;
+                rc = SKY_OK;
+            } else if (rc != SKY_RUNERR) {
                 if (output && sky_encode(&s->out, output, 0) < 0) {
                     rc = SKY_RUNERR; // the output cannot be reported: say so as a run error
                     Py_CLEAR(res);
-                } else if (res && (fast_pair(&s->out, res) || sky_encode(&s->out, res, 0) == 0)) {
+                } else if (res && (buf_score_pair(&s->out, res) || sky_encode(&s->out, res, 0) == 0)) {
                     rc = SKY_OK;
                 }
             }
@@ -343,8 +422,13 @@ int sky_score_batch(sky_scratch *s, sky_batch *b, PyObject *fn, PyObject *run, i
         now = sky_now_ns();
         slot->status = rc;
         slot->elapsed_ns = now - start;
-        slot->data = copy_out(b, s->out.data, s->out.len);
-        slot->len = slot->data ? s->out.len : 0;
+        if (direct) {
+            slot->data = direct;
+            slot->len = pair_size;
+        } else {
+            slot->data = copy_out(b, s->out.data, s->out.len);
+            slot->len = slot->data ? s->out.len : 0;
+        }
         if (capture && s->logs.len > 0) {
             slot->logs = copy_out(b, s->logs.data, s->logs.len);
             slot->logs_len = slot->logs ? s->logs.len : 0;

@@ -21,8 +21,9 @@ import (
 // published as each case finishes, so another goroutine may read finished
 // ones (Done, Outcome) or take back pending ones (Claim) while the call runs.
 type Batch struct {
-	b *C.sky_batch
-	n int
+	b     *C.sky_batch
+	n     int
+	slots []C.sky_slot // b's slots, viewed from Go without a crossing
 }
 
 // Slot states.
@@ -39,14 +40,14 @@ func NewBatch(n int) (*Batch, error) {
 	if b == nil {
 		return nil, errors.New("cpython: out of memory")
 	}
-	return &Batch{b: b, n: n}, nil
+	return &Batch{b: b, n: n, slots: unsafe.Slice(C.sky_batch_slot(b, 0), n)}, nil
 }
 
 // Free releases the batch. Idempotent; never while ScoreBatch runs on it.
 func (b *Batch) Free() {
 	if b.b != nil {
 		C.sky_batch_free(b.b)
-		b.b = nil
+		b.b, b.slots = nil, nil
 	}
 }
 
@@ -85,22 +86,7 @@ type SlotView struct {
 
 // Slot views case i. For a batch whose ScoreBatch call has returned, any
 // slot; while it runs, only slots whose State is SlotDone.
-func (b *Batch) Slot(i int) SlotView {
-	s := C.sky_batch_slot(b.b, C.int(i))
-	return slotView(s)
-}
-
-// Slots views every case of a batch whose ScoreBatch call has returned, with
-// one crossing for the lot.
-func (b *Batch) Slots() []SlotView {
-	first := C.sky_batch_slot(b.b, 0)
-	raw := unsafe.Slice(first, b.n)
-	out := make([]SlotView, b.n)
-	for i := range raw {
-		out[i] = slotView(&raw[i])
-	}
-	return out
-}
+func (b *Batch) Slot(i int) SlotView { return slotView(&b.slots[i]) }
 
 func slotView(s *C.sky_slot) SlotView {
 	v := SlotView{State: int(s.state), OK: s.status == C.SKY_OK, RunFailed: s.status == C.SKY_RUNERR,
@@ -147,6 +133,11 @@ const (
 	// signals to other processes, no ctypes, no writes outside AllowWrites.
 	Untrusted Mode = C.SKY_UNTRUSTED
 )
+
+// CwdMoved reports, once, that Python code changed the process's working
+// directory (os.chdir, os.fchdir) since the last call. A C extension calling
+// chdir(2) itself goes unseen.
+func CwdMoved() bool { return C.sky_take_cwd_moved() != 0 }
 
 // AllowWrites lets untrusted calls write under dir (process-wide).
 func AllowWrites(dir string) error {

@@ -42,6 +42,13 @@ static int buf_u64(sky_buf *b, uint64_t v) {
 }
 
 int sky_buf_put_raw(sky_buf *b, const void *p, size_t n) { return buf_put(b, p, n); }
+
+char *sky_buf_reserve(sky_buf *b, size_t n) {
+    if (buf_grow(b, n) < 0) return NULL;
+    char *d = b->data + b->len;
+    b->len += n;
+    return d;
+}
 int sky_buf_put_u64(sky_buf *b, uint64_t v) { return buf_u64(b, v); }
 int sky_buf_put_uvarint(sky_buf *b, uint64_t v) { return buf_uvarint(b, v); }
 

@@ -118,6 +118,14 @@ func (e *Encoder) Value(v any) error {
 	return e.value(v, 0)
 }
 
+// AppendValue appends the encoding of v to dst (see Encoder.Value). On
+// error dst may hold part of it.
+func AppendValue(dst []byte, v any) ([]byte, error) {
+	e := Encoder{buf: dst}
+	err := e.value(v, 0)
+	return e.buf, err
+}
+
 // JSON appends one JSON text as a value, as Python's json.loads would build it.
 func (e *Encoder) JSON(src []byte) error {
 	out, err := AppendJSON(e.buf, src)
@@ -359,8 +367,9 @@ func Decode(b []byte) (any, error) {
 }
 
 type decoder struct {
-	b []byte
-	i int
+	b    []byte
+	i    int
+	strs func([]byte) string // makes strings (e.g. interning); nil: string(b)
 }
 
 var errTruncated = errors.New("value buffer: truncated")
@@ -379,7 +388,12 @@ func (d *decoder) str() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	s := string(d.b[d.i : d.i+n])
+	var s string
+	if d.strs != nil {
+		s = d.strs(d.b[d.i : d.i+n])
+	} else {
+		s = string(d.b[d.i : d.i+n])
+	}
 	d.i += n
 	return s, nil
 }
@@ -461,7 +475,11 @@ func (d *decoder) value(depth int) (any, error) {
 		}
 		return dict, nil
 	case 'R':
-		return d.scorePair()
+		p, err := d.scorePair()
+		if err != nil {
+			return nil, err
+		}
+		return &p, nil
 	case 'o':
 		t, err := d.str()
 		if err != nil {
@@ -473,29 +491,46 @@ func (d *decoder) value(depth int) (any, error) {
 	return nil, fmt.Errorf("value buffer: unknown tag %q", tag)
 }
 
-func (d *decoder) scorePair() (any, error) {
+// DecodeScorePair reads an outcome holding a ScorePair record without
+// boxing it; ok is false when b holds another value. strs, when set, makes
+// the feedback and score-name strings, so repeated ones can be shared.
+func DecodeScorePair(b []byte, strs func([]byte) string) (p ScorePair, ok bool, err error) {
+	if len(b) == 0 || b[0] != 'R' {
+		return p, false, nil
+	}
+	d := decoder{b: b, i: 1, strs: strs}
+	if p, err = d.scorePair(); err != nil {
+		return p, false, err
+	}
+	if d.i != len(b) {
+		return p, false, errors.New("value buffer: trailing bytes")
+	}
+	return p, true, nil
+}
+
+func (d *decoder) scorePair() (p ScorePair, err error) {
 	bits, err := d.u64()
 	if err != nil {
-		return nil, err
+		return p, err
 	}
-	p := &ScorePair{Score: math.Float64frombits(bits)}
+	p.Score = math.Float64frombits(bits)
 	if p.Feedback, err = d.str(); err != nil {
-		return nil, err
+		return p, err
 	}
 	n, err := d.uvarint()
 	if err != nil {
-		return nil, err
+		return p, err
 	}
 	if n > 0 {
 		p.Scores = make(map[string]float64, n)
 		for i := 0; i < n; i++ {
 			name, err := d.str()
 			if err != nil {
-				return nil, err
+				return p, err
 			}
 			v, err := d.u64()
 			if err != nil {
-				return nil, err
+				return p, err
 			}
 			p.Scores[name] = math.Float64frombits(v)
 		}

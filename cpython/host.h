@@ -61,6 +61,7 @@ sky_thread *sky_current_thread_if_any(void);
 int sky_allow_writes(const char *dir);
 int sky_install_audit_hook(void);
 void sky_set_untrusted(int on);
+int sky_take_cwd_moved(void); // 1 once after Python changed the working directory
 
 sky_scratch *sky_scratch_new(size_t logs_limit);
 void sky_scratch_free(sky_scratch *s);
@@ -147,6 +148,7 @@ PyObject *sky_decode(const char **p, const char *end, int depth);
 int sky_encode(sky_buf *b, PyObject *o, int depth);
 int sky_buf_put_str(sky_buf *b, const char *s, size_t n);
 int sky_buf_put_raw(sky_buf *b, const void *p, size_t n);
+char *sky_buf_reserve(sky_buf *b, size_t n); // n bytes appended, to be written; NULL: no memory
 int sky_buf_put_u64(sky_buf *b, uint64_t v);
 int sky_buf_put_uvarint(sky_buf *b, uint64_t v);
 void sky_fetch_error(sky_buf *out);

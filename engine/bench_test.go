@@ -6,6 +6,7 @@ import (
 	"iter"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -155,6 +156,39 @@ func repeatCase(c Case, n int) iter.Seq[Case] {
 			}
 		}
 	}
+}
+
+// BenchmarkScoreAllFile is ScoreAll on the example case file's cases, cycled
+// with fresh ids, as `skynet bench` runs it (JSON texts for every value).
+func BenchmarkScoreAllFile(b *testing.B) {
+	e, err := Open(Options{Metric: exactMatch})
+	require.NoError(b, err)
+	defer e.Close()
+	f, err := os.Open("../testdata/exact_match/cases.jsonl")
+	require.NoError(b, err)
+	defer f.Close()
+	var base []Case
+	for cr := NewCaseReader(f); ; {
+		c, err := cr.Next()
+		if err != nil {
+			break
+		}
+		base = append(base, c)
+	}
+	cases := make([]Case, b.N)
+	for i := range cases {
+		cases[i] = base[i%len(base)]
+		cases[i].ID = fmt.Sprint(i)
+	}
+	b.ResetTimer()
+	n := 0
+	for _, r := range e.ScoreAll(ctx, slices.Values(cases), 0) {
+		if r.Err != nil {
+			b.Fatal(r.Err)
+		}
+		n++
+	}
+	require.Equal(b, b.N, n)
 }
 
 // BenchmarkJudgeWorkers: a judge metric whose model answers in 50 ms, for

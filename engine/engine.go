@@ -95,9 +95,10 @@ type Engine struct {
 	spec       *reward.Spec
 	loadChecks []Check
 
-	jobs       chan []*scoreJob
+	jobs       chan *parcel
 	frontMu    sync.Mutex // requeued jobs go ahead of jobs: see requeue
-	front      [][]*scoreJob
+	front      []*parcel
+	frontLen   atomic.Int32 // len(front), read without the lock
 	frontReady chan struct{}
 	quit       chan struct{}
 	workers    sync.WaitGroup
@@ -110,7 +111,8 @@ type Engine struct {
 	mode       cpython.Mode
 	wedge      atomic.Pointer[Wedge]
 
-	cache *cpython.ArgCache // Python objects of repeated argument values
+	cache *cpython.ArgCache   // Python objects of repeated argument values
+	str   func([]byte) string // makes result strings, sharing repeated ones (internTable)
 	llm   *llm.Client
 
 	// Owned by Python; touched only on a worker holding the GIL.
@@ -216,7 +218,8 @@ func Open(opts Options) (*Engine, error) {
 		runTimeout: runTimeout,
 		samples:    orDefault(opts.Samples, DefaultSamples),
 		logsLimit:  orDefault(opts.LogsLimit, DefaultLogs),
-		jobs:       make(chan []*scoreJob, 256),
+		jobs:       make(chan *parcel, 256),
+		str:        newInternTable().make,
 		frontReady: make(chan struct{}, 1),
 		quit:       make(chan struct{}),
 	}

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -26,7 +27,8 @@ const (
 	batchBudget    = 200 * time.Microsecond
 	watchdogTick   = 5 * time.Millisecond
 	interruptGrace = 500 * time.Millisecond
-	modelCallSlack = 50 * time.Millisecond // > watchdogTick
+	modelCallSlack = 50 * time.Millisecond  // > watchdogTick
+	spinFor        = 100 * time.Microsecond // a waiting stream or idle worker polls this long before parking
 )
 
 // Job states: a queued job is taken into a batch or abandoned by its caller.
@@ -44,30 +46,137 @@ type scoreJob struct {
 	ctx       context.Context // the caller's, for the case's model calls
 	program   bool            // run the program first (Evaluate)
 	id        string
-	args      [3][]byte // encoded arguments (may be shared: read only)
-	ids       [3]int32  // each argument's ArgCache id
+	argAt     int32 // index of the first argument in the group's parcel args
+	pos       int32 // index in the group's parcel
 	obs       Observation
 	state     atomic.Int32
 	delivered atomic.Bool
 	out       outcome
-	run       atomic.Pointer[batchRun]
-	index     int // within run
+	run       atomic.Pointer[batchRun] // the batch taking it job by job
+	index     int                      // within run
+	inline    [inlineRaw]byte          // holds out.raw when it fits: most outcomes are a short score record
+}
+
+// inlineRaw fits the common (score, {"feedback": short text}) outcome.
+const inlineRaw = 80
+
+// parcel is a run of queued jobs. A group's own parcel also holds every
+// job's arguments, encoded one after another by the submitter, so that a
+// worker can score it whole without touching each job (runParcel); a
+// requeued parcel is taken job by job.
+type parcel struct {
+	jobs  []*scoreJob
+	group *group // nil for a requeued parcel
+	args  cpython.BatchArgs
+	obs   []*Observation
 }
 
 // group is a set of jobs whose caller waits for all of them at once.
 type group struct {
 	jobs      []scoreJob
 	remaining atomic.Int32
+	byWorker  atomic.Int32  // outcomes delivered from a batch (see recycle)
 	done      chan struct{} // closed once every job has its outcome
+	p         parcel
+
+	// A parcel scored whole is handed to the waiter to finish: ran is
+	// closed once batch is set. handoff settles who frees the batch when
+	// the waiter has already gone (handedOver / waiterGone).
+	whole    atomic.Pointer[batchRun] // the batch scoring the parcel whole
+	ran      chan struct{}
+	batch    *batchRun
+	handoff  atomic.Int32
+	finished bool // the waiter finished batch
 }
 
+const (
+	handedOver int32 = 1
+	waiterGone int32 = 2
+)
+
+// fullGroups are recycled groups of maxBatch jobs: a stream of cases then
+// allocates next to nothing per case.
+var fullGroups sync.Pool
+
 func newGroup(n int) *group {
-	g := &group{jobs: make([]scoreJob, n), done: make(chan struct{})}
+	if n == maxBatch {
+		if g, ok := fullGroups.Get().(*group); ok {
+			for i := range g.jobs {
+				g.jobs[i] = scoreJob{g: g}
+			}
+			g.remaining.Store(int32(n))
+			g.byWorker.Store(0)
+			g.done, g.ran = make(chan struct{}), make(chan struct{})
+			a := &g.p.args
+			a.Buf, a.Offsets, a.IDs = a.Buf[:0], a.Offsets[:0], a.IDs[:0]
+			g.whole.Store(nil)
+			g.batch, g.finished = nil, false
+			g.handoff.Store(0)
+			return g
+		}
+	}
+	g := &group{jobs: make([]scoreJob, n), done: make(chan struct{}), ran: make(chan struct{})}
 	g.remaining.Store(int32(n))
 	for i := range g.jobs {
 		g.jobs[i].g = g
 	}
 	return g
+}
+
+// shrink cuts a group to its first n jobs (the last group of a stream).
+func (g *group) shrink(n int) {
+	g.jobs = g.jobs[:n]
+	if g.remaining.Add(int32(n-maxBatch)) == 0 {
+		close(g.done) // every job already had its outcome
+	}
+}
+
+// ready reports whether waiting for the group would not block for long:
+// every outcome is in, or its batch is ready to finish.
+func (g *group) ready() bool {
+	select {
+	case <-g.done:
+		return true
+	case <-g.ran:
+		return true
+	default:
+		return false
+	}
+}
+
+// spin polls ready for a while before the waiter parks (see poll).
+func (g *group) spin() {
+	deadline := time.Now().Add(spinFor)
+	for i := 0; !g.ready(); i++ {
+		if i%64 == 63 {
+			if time.Now().After(deadline) {
+				return
+			}
+			runtime.Gosched()
+		}
+	}
+}
+
+// recycle returns a group whose results have been read to the pool, if
+// nothing else can still touch it: every outcome came from a batch that was
+// done with the job, so no watchdog, canceller or batch holds a job of it.
+func (g *group) recycle() {
+	if len(g.jobs) == maxBatch && g.byWorker.Load() == maxBatch {
+		fullGroups.Put(g)
+	}
+}
+
+// leave is the waiter's last step: a batch handed over but not finished
+// (every outcome came from elsewhere) is freed here, else the worker
+// learns that nobody will take it.
+func (g *group) leave() {
+	if g.handoff.CompareAndSwap(0, waiterGone) {
+		return
+	}
+	if !g.finished {
+		g.finished = true
+		g.batch.free()
+	}
 }
 
 // deliver hands the job its outcome; only the first of the worker, the
@@ -81,6 +190,34 @@ func (j *scoreJob) deliver(o outcome) bool {
 		close(j.g.done)
 	}
 	return true
+}
+
+// deliverSlot is deliver for an outcome a batch finished: it is copied out
+// of the batch's C memory into the job. The caller settles the group's
+// counts (settle) for the jobs it delivered, once per group.
+func (j *scoreJob) deliverSlot(v cpython.SlotView) bool {
+	if !j.delivered.CompareAndSwap(false, true) {
+		return false
+	}
+	var data []byte
+	if len(v.Data) <= inlineRaw {
+		data = j.inline[:copy(j.inline[:], v.Data):len(v.Data)]
+	} else {
+		data = append([]byte(nil), v.Data...)
+	}
+	j.out = slotToOutcome(v, data, j.program)
+	return true
+}
+
+// settle counts n outcomes delivered from a batch (deliverSlot).
+func (g *group) settle(n int) {
+	if n == 0 {
+		return
+	}
+	g.byWorker.Add(int32(n))
+	if g.remaining.Add(int32(-n)) == 0 {
+		close(g.done)
+	}
 }
 
 // outcome is what a job ends with: a value or error from Python, or a
@@ -158,6 +295,9 @@ func (e *Engine) workerLoop(w *worker) {
 	jobs := make([]*scoreJob, 0, maxBatch)
 	for {
 		first := e.popFront()
+		if first == nil {
+			first = e.poll()
+		}
 		for first == nil {
 			select {
 			case first = <-e.jobs:
@@ -167,12 +307,38 @@ func (e *Engine) workerLoop(w *worker) {
 				return
 			}
 		}
-		jobs = e.take(first, jobs[:0])
-		if len(jobs) > 0 {
-			e.runBatch(w, jobs)
+		if first.group != nil && len(first.jobs) <= e.batchSize() {
+			e.runParcel(w, first)
+		} else if jobs = e.take(first, jobs[:0]); len(jobs) > 0 {
+			e.runJobs(w, jobs)
 		}
 		if w.retired.Load() {
 			return
+		}
+	}
+}
+
+// poll looks for queued work for a while before the worker parks: a
+// stream queues its next group within microseconds, and a parked worker
+// costs a wake-up (a system call, slow on VMs) and, worse, lets the
+// scheduler put the two threads of a stream on one core, where each waits
+// for the other.
+func (e *Engine) poll() *parcel {
+	deadline := time.Now().Add(spinFor)
+	for i := 0; ; i++ {
+		select {
+		case p := <-e.jobs:
+			return p
+		default:
+		}
+		if p := e.popFront(); p != nil {
+			return p
+		}
+		if i%64 == 63 {
+			if time.Now().After(deadline) {
+				return nil
+			}
+			runtime.Gosched()
 		}
 	}
 }
@@ -239,11 +405,11 @@ func (e *Engine) batchSize() int {
 	return max(1, min(maxBatch, int(batchBudget/avg)))
 }
 
-// take collects the waiting jobs, parcel by parcel, up to the batch size,
+// take collects jobs from p and the requeued parcels, up to the batch size,
 // skipping abandoned ones; what does not fit goes back in the queue.
 // A batch either scores or evaluates a program, so jobs of the other kind
 // go back too.
-func (e *Engine) take(parcel []*scoreJob, jobs []*scoreJob) []*scoreJob {
+func (e *Engine) take(p *parcel, jobs []*scoreJob) []*scoreJob {
 	size := e.batchSize()
 	var other []*scoreJob
 	defer func() {
@@ -252,9 +418,9 @@ func (e *Engine) take(parcel []*scoreJob, jobs []*scoreJob) []*scoreJob {
 		}
 	}()
 	for {
-		for i, j := range parcel {
+		for i, j := range p.jobs {
 			if len(jobs) == size {
-				e.requeue(parcel[i:])
+				e.requeue(p.jobs[i:])
 				return jobs
 			}
 			if len(jobs) > 0 && j.program != jobs[0].program {
@@ -268,100 +434,183 @@ func (e *Engine) take(parcel []*scoreJob, jobs []*scoreJob) []*scoreJob {
 		if len(jobs) == size {
 			return jobs
 		}
-		if parcel = e.popFront(); parcel != nil {
-			continue
-		}
-		select {
-		case parcel = <-e.jobs:
-		default:
+		// Only requeued jobs are added: a group's parcel left in the queue
+		// is scored whole by the next batch instead of being broken up.
+		if p = e.popFront(); p == nil {
 			return jobs
 		}
 	}
 }
 
-func (e *Engine) runBatch(w *worker, jobs []*scoreJob) {
-	b, err := cpython.NewBatch(len(jobs))
-	if err != nil {
-		for _, j := range jobs {
-			j.deliver(outcome{err: err})
-		}
+// runParcel scores a group's parcel whole, with the arguments its submitter
+// encoded, and hands the batch to the group's waiter, who copies the
+// outcomes out (finish): the worker touches no job, so its thread goes
+// straight back to Python. Cases the budget left unstarted are requeued.
+func (e *Engine) runParcel(w *worker, p *parcel) {
+	g := p.group
+	br, ok := e.newRun(p.jobs, false)
+	if !ok {
 		return
 	}
+	g.whole.Store(br)
+	// A caller that gave up before the batch formed has its case taken back.
+	// Only the parcel's jobs are undelivered at submit, so a count says
+	// whether any was since, without touching every job.
+	if int(g.remaining.Load()) != len(p.jobs) {
+		for i, j := range p.jobs {
+			if j.delivered.Load() {
+				br.b.Claim(i)
+			}
+		}
+	}
+	finished := e.runBatch(w, br, &p.args, p.obs)
+	if finished < len(p.jobs) {
+		var leftover []*scoreJob
+		for i, j := range p.jobs {
+			if br.b.Slot(i).State == cpython.SlotPending && br.b.Claim(i) {
+				leftover = append(leftover, j)
+			}
+		}
+		if len(leftover) > 0 {
+			e.requeue(leftover)
+		}
+	}
+	g.batch = br
+	if g.handoff.CompareAndSwap(0, handedOver) {
+		close(g.ran)
+		return
+	}
+	e.finish(br) // the waiter has gone: every outcome came from elsewhere
+}
+
+// finish copies a handed-over batch's outcomes to their jobs and frees it.
+func (e *Engine) finish(br *batchRun) {
+	n := 0
+	for i, j := range br.jobs {
+		if v := br.b.Slot(i); v.State == cpython.SlotDone && j.deliverSlot(v) {
+			n++
+		}
+	}
+	br.free()
+	if len(br.jobs) > 0 {
+		br.jobs[0].g.settle(n) // a parcel's jobs are all of one group
+	}
+}
+
+// runJobs scores jobs taken one by one (requeued, or a parcel larger than
+// the batch size), delivering each outcome from the worker.
+func (e *Engine) runJobs(w *worker, jobs []*scoreJob) {
+	br, ok := e.newRun(jobs, true)
+	if !ok {
+		return
+	}
+	jobs = br.jobs
 	nargs := e.nargs
 	args := &w.args
 	args.Buf, args.Offsets, args.IDs = args.Buf[:0], args.Offsets[:0], args.IDs[:0]
 	obs := w.obs[:0]
-	br := &batchRun{b: b, jobs: append([]*scoreJob(nil), jobs...), tokenBase: cpython.NewTokens(len(jobs)),
-		interrupted: make([]time.Time, len(jobs)), intDone: make([]chan struct{}, len(jobs))}
-	jobs = br.jobs
 	for i, j := range jobs {
+		from := &j.g.p.args // the job's arguments, as its submitter encoded them
 		for k := 0; k < nargs; k++ {
+			at := int(j.argAt) + k
+			end := len(from.Buf)
+			if at+1 < len(from.Offsets) {
+				end = int(from.Offsets[at+1])
+			}
 			args.Offsets = append(args.Offsets, uint64(len(args.Buf)))
-			args.IDs = append(args.IDs, j.ids[k])
-			args.Buf = append(args.Buf, j.args[k]...)
+			args.IDs = append(args.IDs, from.IDs[at])
+			args.Buf = append(args.Buf, from.Buf[from.Offsets[at]:end]...)
 		}
 		obs = append(obs, &j.obs)
 		j.index = i
 		j.run.Store(br)
 	}
+	w.obs = obs
 	// A caller that gave up while the batch formed has its case taken back.
 	for i, j := range jobs {
 		if j.delivered.Load() {
-			b.Claim(i)
+			br.b.Claim(i)
 		}
 	}
+	e.runBatch(w, br, args, obs)
+	var leftover []*scoreJob
+	for i, j := range jobs {
+		switch v := br.b.Slot(i); v.State {
+		case cpython.SlotDone:
+			if j.deliverSlot(v) {
+				j.g.settle(1)
+			}
+		case cpython.SlotPending: // the budget ran out before it started
+			if br.b.Claim(i) {
+				leftover = append(leftover, j)
+			}
+		}
+	}
+	br.free()
+	if len(leftover) > 0 {
+		e.requeue(leftover)
+	}
+}
+
+// newRun allocates the batch for jobs (copied when the caller reuses the
+// slice); when it cannot, they fail.
+func (e *Engine) newRun(jobs []*scoreJob, copyJobs bool) (*batchRun, bool) {
+	b, err := cpython.NewBatch(len(jobs))
+	if err != nil {
+		for _, j := range jobs {
+			j.deliver(outcome{err: err})
+		}
+		return nil, false
+	}
+	if copyJobs {
+		jobs = append([]*scoreJob(nil), jobs...)
+	}
+	return &batchRun{b: b, jobs: jobs, tokenBase: cpython.NewTokens(len(jobs))}, true
+}
+
+// runBatch scores br on w's thread and returns how many cases finished.
+func (e *Engine) runBatch(w *worker, br *batchRun, args *cpython.BatchArgs, obs []*Observation) int {
 	w.slot.Set(obs)
 	w.mu.Lock()
 	w.run = br
 	w.mu.Unlock()
-	w.obs = obs
 	var run *cpython.Object
-	if jobs[0].program {
+	if br.jobs[0].program {
 		run = e.run
 	}
-	finished := w.caller.ScoreBatch(b, e.score, run, nargs, args, e.cache, br.tokenBase, e.mode, w.slot.Handle(), batchBudget)
+	finished := w.caller.ScoreBatch(br.b, e.score, run, e.nargs, args, e.cache, br.tokenBase, e.mode, w.slot.Handle(), batchBudget)
 	e.scoreCalls.Add(int64(finished))
 	restoreCwd()
 	w.mu.Lock()
 	w.run = nil
 	w.mu.Unlock()
 	w.slot.Set(nil)
-
-	var total time.Duration
-	var leftover []*scoreJob
-	slots := b.Slots()
-	size := 0
-	for _, v := range slots {
-		size += len(v.Data)
-	}
-	arena := make([]byte, 0, size) // one copy out of C memory; outcomes keep slices of it
-	for i, j := range jobs {
-		switch v := slots[i]; v.State {
-		case cpython.SlotDone:
-			start := len(arena)
-			arena = append(arena, v.Data...)
-			total += v.Elapsed
-			j.deliver(slotToOutcome(v, arena[start:len(arena):len(arena)], j.program))
-		case cpython.SlotPending: // the budget ran out before it started
-			if b.Claim(i) {
-				leftover = append(leftover, j)
+	if finished > 0 {
+		// The cases' own times, not the call's: waiting for the GIL while
+		// another worker holds it must not shrink the batches.
+		var took time.Duration
+		for i := range br.jobs {
+			if v := br.b.Slot(i); v.State == cpython.SlotDone {
+				took += v.Elapsed
 			}
 		}
-	}
-	br.mu.Lock()
-	br.freed = true
-	b.Free()
-	br.mu.Unlock()
-	if finished > 0 {
-		per := total / time.Duration(finished)
-		old := time.Duration(e.avgCase.Load())
-		if old > 0 {
+		per := took / time.Duration(finished)
+		if old := time.Duration(e.avgCase.Load()); old > 0 {
 			per = (old*3 + per) / 4
 		}
 		e.avgCase.Store(int64(per)) // racing workers may drop an update; it is only a size hint
 	}
-	if len(leftover) > 0 {
-		e.requeue(leftover)
+	return finished
+}
+
+// free releases the batch's C memory once; a canceller holding br then
+// leaves it alone.
+func (br *batchRun) free() {
+	br.mu.Lock()
+	defer br.mu.Unlock()
+	if !br.freed {
+		br.freed = true
+		br.b.Free()
 	}
 }
 
@@ -402,10 +651,11 @@ func (e *Engine) requeue(jobs []*scoreJob) {
 	jobs = append([]*scoreJob(nil), jobs...)
 	for _, j := range jobs {
 		j.run.Store(nil)
-		j.state.Store(jobQueued)
+		j.state.CompareAndSwap(jobBatched, jobQueued) // an abandoned job stays abandoned
 	}
 	e.frontMu.Lock()
-	e.front = append(e.front, jobs)
+	e.front = append(e.front, &parcel{jobs: jobs})
+	e.frontLen.Store(int32(len(e.front)))
 	e.frontMu.Unlock()
 	select {
 	case e.frontReady <- struct{}{}:
@@ -414,7 +664,10 @@ func (e *Engine) requeue(jobs []*scoreJob) {
 }
 
 // popFront takes the oldest requeued parcel, if any.
-func (e *Engine) popFront() []*scoreJob {
+func (e *Engine) popFront() *parcel {
+	if e.frontLen.Load() == 0 {
+		return nil // the common case, without the lock
+	}
 	e.frontMu.Lock()
 	defer e.frontMu.Unlock()
 	if len(e.front) == 0 {
@@ -422,6 +675,7 @@ func (e *Engine) popFront() []*scoreJob {
 	}
 	p := e.front[0]
 	e.front = e.front[1:]
+	e.frontLen.Store(int32(len(e.front)))
 	if len(e.front) > 0 {
 		select { // more is waiting: make sure another worker looks
 		case e.frontReady <- struct{}{}:
@@ -438,14 +692,23 @@ func (e *Engine) cancel(j *scoreJob, o outcome) {
 		return
 	}
 	if j.state.CompareAndSwap(jobQueued, jobAbandoned) {
+		// Not taken job by job; its parcel may be running whole.
+		if br := j.g.whole.Load(); br != nil {
+			br.stop(int(j.pos))
+		}
 		return
 	}
 	if br := j.run.Load(); br != nil {
-		br.mu.Lock()
-		defer br.mu.Unlock()
-		if !br.freed && !br.b.Claim(j.index) {
-			go cpython.Interrupt(br.tokenBase + uint64(j.index))
-		}
+		br.stop(j.index)
+	}
+}
+
+// stop takes case i back if it has not started, else interrupts it.
+func (br *batchRun) stop(i int) {
+	br.mu.Lock()
+	defer br.mu.Unlock()
+	if !br.freed && !br.b.Claim(i) {
+		go cpython.Interrupt(br.tokenBase + uint64(i))
 	}
 }
 
@@ -487,6 +750,10 @@ func (e *Engine) watch(w *worker) {
 		return
 	}
 	now := time.Now()
+	if br.interrupted == nil {
+		br.interrupted = make([]time.Time, len(br.jobs))
+		br.intDone = make([]chan struct{}, len(br.jobs))
+	}
 	if br.interrupted[cur].IsZero() {
 		br.interrupted[cur] = now
 		br.jobs[cur].deliver(outcome{kind: kind, why: fmt.Sprintf("%s timed out after %s", what, limit), elapsed: running})
@@ -556,11 +823,12 @@ func (e *Engine) Wedged() (Wedge, bool) {
 // startCwd is the working directory when the engine package started. The
 // working directory belongs to the whole process, Go host included; a
 // metric's os.chdir is undone after its batch so the host's relative paths
-// keep their meaning.
+// keep their meaning. Python's chdir calls are seen by the audit hook, so
+// the common batch costs no system call here.
 var startCwd, _ = syscall.Getwd()
 
 func restoreCwd() {
-	if startCwd == "" {
+	if startCwd == "" || !cpython.CwdMoved() {
 		return
 	}
 	if cwd, err := syscall.Getwd(); err == nil && cwd != startCwd {

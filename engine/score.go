@@ -9,48 +9,70 @@ import (
 	"github.com/skynetml/skynet/cpython"
 )
 
-// encodeCase encodes score's arguments, checking the shapes the contract
-// promises the metric: input a dict, expected a dict or None. Repeated JSON
-// texts are transcoded once (ArgCache.JSON).
-// A program case (program) has no caller output to encode: run makes it.
-func (e *Engine) encodeCase(c Case, j *scoreJob, program bool) error {
+// encodeCase appends the case's call arguments to its group's parcel (see
+// parcel.args), checking the shapes the contract promises the metric: input
+// a dict, expected a dict or None. Repeated JSON texts are transcoded once
+// (ArgCache.JSON). A program case (artifact set) calls run(artifact, input)
+// for the output, so its arguments are (artifact, input[, expected]).
+// On error nothing of the case is left in the parcel.
+func (e *Engine) encodeCase(c *Case, j *scoreJob, artifact *prepared, memo *jsonMemo) error {
+	a := &j.g.p.args
+	mark, marks := len(a.Buf), len(a.Offsets)
+	j.argAt = int32(marks)
+	err := e.encodeArgs(c, a, artifact, memo)
+	if err != nil {
+		a.Buf, a.Offsets, a.IDs = a.Buf[:mark], a.Offsets[:marks], a.IDs[:marks]
+	}
+	return err
+}
+
+func (e *Engine) encodeArgs(c *Case, a *cpython.BatchArgs, artifact *prepared, memo *jsonMemo) error {
 	if c.Input == nil {
 		return fmt.Errorf("input is missing: it must be a dict of the case's input fields")
 	}
-	values := [3]any{c.Input, c.Output, c.Expected}
-	names := [3]string{"input", "output", "expected"}
-	for k := 0; k < e.nargs; k++ {
-		var err error
-		if k == 1 && program {
-			continue
-		}
-		if k == 1 {
-			// Outputs differ from candidate to candidate: caching them would
-			// only fill the cache, so they are always built afresh.
-			var enc cpython.Encoder
-			err = enc.Value(values[k])
-			j.args[k], j.ids[k] = enc.Bytes(), -1
-		} else if raw, ok := values[k].(json.RawMessage); ok {
-			j.args[k], j.ids[k], err = e.cache.JSON(raw)
-		} else {
-			var enc cpython.Encoder
-			if err = enc.Value(values[k]); err == nil {
-				j.args[k] = enc.Bytes()
-				j.ids[k] = e.cache.ID(j.args[k])
-			}
-		}
-		if err != nil {
-			return fmt.Errorf("%s: %w", names[k], err)
-		}
+	if artifact != nil {
+		a.Offsets = append(a.Offsets, uint64(len(a.Buf)))
+		a.IDs = append(a.IDs, artifact.id)
+		a.Buf = append(a.Buf, artifact.args...)
 	}
-	if t := j.args[0][0]; t != 'd' {
-		return fmt.Errorf("input must be a dict of the case's input fields, got %s", tagName(t))
+	if err := e.appendArg(a, c.Input, memo, "input"); err != nil {
+		return err
+	}
+	if artifact == nil {
+		if err := e.appendArg(a, c.Output, memo, "output"); err != nil {
+			return err
+		}
 	}
 	if e.nargs == 3 {
-		if t := j.args[2][0]; t != 'd' && t != 'N' {
-			return fmt.Errorf("expected must be a dict of output columns or null, got %s", tagName(t))
-		}
+		return e.appendArg(a, c.Expected, memo, "expected")
 	}
+	return nil
+}
+
+// appendArg appends one argument value with its ArgCache id.
+func (e *Engine) appendArg(a *cpython.BatchArgs, v any, memo *jsonMemo, name string) error {
+	start := len(a.Buf)
+	id := int32(-1)
+	var err error
+	if raw, ok := v.(json.RawMessage); ok {
+		var enc []byte
+		if enc, id, err = memo.encode(e.cache, raw); err == nil {
+			a.Buf = append(a.Buf, enc...)
+		}
+	} else if a.Buf, err = cpython.AppendValue(a.Buf, v); err == nil {
+		id = e.cache.ID(a.Buf[start:])
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	switch t := a.Buf[start]; {
+	case name == "input" && t != 'd':
+		return fmt.Errorf("input must be a dict of the case's input fields, got %s", tagName(t))
+	case name == "expected" && t != 'd' && t != 'N':
+		return fmt.Errorf("expected must be a dict of output columns or null, got %s", tagName(t))
+	}
+	a.Offsets = append(a.Offsets, uint64(start))
+	a.IDs = append(a.IDs, id)
 	return nil
 }
 
@@ -77,7 +99,7 @@ func tagName(t byte) string {
 // only by ctx.
 func (e *Engine) Score(ctx context.Context, c Case) Result {
 	g := newGroup(1)
-	e.prepare(ctx, &g.jobs[0], c, nil)
+	e.prepare(ctx, &g.jobs[0], &c, nil, nil)
 	if !e.submit(ctx, g) {
 		return e.result(&g.jobs[0])
 	}
@@ -87,45 +109,49 @@ func (e *Engine) Score(ctx context.Context, c Case) Result {
 
 // prepare encodes a case into j; a case that cannot be encoded gets its
 // input error delivered at once.
-func (e *Engine) prepare(ctx context.Context, j *scoreJob, c Case, artifact *prepared) {
+func (e *Engine) prepare(ctx context.Context, j *scoreJob, c *Case, artifact *prepared, memo *jsonMemo) {
 	j.id, j.ctx = c.ID, ctx
 	if c.invalid != nil {
 		r := failed(c.ID, KindInput, c.invalid.Error())
 		j.deliver(outcome{final: &r})
 		return
 	}
-	if err := e.encodeCase(c, j, artifact != nil); err != nil {
+	if err := e.encodeCase(c, j, artifact, memo); err != nil {
 		r := failed(c.ID, KindInput, fmt.Sprintf("%s: %v", caseName(c.ID), err))
 		j.deliver(outcome{final: &r})
 		return
 	}
 	j.obs = c.Observation
 	if artifact != nil {
-		// A program case: (artifact, input[, expected]); the output comes
-		// from run, and the observation from measuring it, not the caller.
+		// The observation of a program case comes from measuring run, not
+		// from the caller.
 		j.program = true
-		j.args = [3][]byte{artifact.args, j.args[0], j.args[2]}
-		j.ids = [3]int32{artifact.id, j.ids[0], j.ids[2]}
 		zero, none := 0.0, int64(0)
 		in, out := none, none
 		j.obs = Observation{CostUSD: &zero, ModelCalls: &none, InputTokens: &in, OutputTokens: &out}
 	}
 }
 
-// submit queues a group's undelivered jobs; without ok, each already has
-// its outcome (an input error, or canceled).
+// submit queues a group's undelivered jobs as its parcel; without ok, each
+// already has its outcome (an input error, or canceled).
 func (e *Engine) submit(ctx context.Context, g *group) bool {
-	parcel := make([]*scoreJob, 0, len(g.jobs))
+	p := &g.p
+	p.group = g
+	p.jobs, p.obs = p.jobs[:0], p.obs[:0]
 	for i := range g.jobs {
-		if !g.jobs[i].delivered.Load() {
-			parcel = append(parcel, &g.jobs[i])
+		j := &g.jobs[i]
+		if j.delivered.Load() {
+			continue
 		}
+		j.pos = int32(len(p.jobs))
+		p.jobs = append(p.jobs, j)
+		p.obs = append(p.obs, &j.obs)
 	}
-	if len(parcel) == 0 {
+	if len(p.jobs) == 0 {
 		return false
 	}
 	stop := func(why string) bool {
-		for _, j := range parcel {
+		for _, j := range p.jobs {
 			j.deliver(outcome{kind: KindCanceled, why: why})
 		}
 		return false
@@ -134,7 +160,7 @@ func (e *Engine) submit(ctx context.Context, g *group) bool {
 		return stop("engine is closed")
 	}
 	select {
-	case e.jobs <- parcel:
+	case e.jobs <- p:
 		return true
 	case <-ctx.Done():
 		return stop(fmt.Sprintf("%v before score was called", ctx.Err()))
@@ -144,87 +170,124 @@ func (e *Engine) submit(ctx context.Context, g *group) bool {
 }
 
 // wait returns once every job of the group has its outcome; a cancelled ctx
-// or a closing engine ends the wait at once with canceled outcomes.
+// or a closing engine ends the wait at once with canceled outcomes. When a
+// worker scored the group's parcel whole, wait hands out the outcomes
+// itself (finish), on the caller's goroutine rather than the worker's.
 func (e *Engine) wait(ctx context.Context, g *group) {
-	var o outcome
-	select {
-	case <-g.done:
+	g.spin()
+	ran := g.ran
+	for {
+		var o outcome
+		select {
+		case <-g.done:
+			g.leave()
+			return
+		case <-ran:
+			ran = nil
+			g.finished = true
+			e.finish(g.batch)
+			continue
+		case <-ctx.Done():
+			o = outcome{kind: KindCanceled, why: fmt.Sprintf("score cancelled: %v", ctx.Err())}
+		case <-e.quit:
+			o = outcome{kind: KindCanceled, why: "engine is closed"}
+		}
+		for i := range g.jobs {
+			e.cancel(&g.jobs[i], o)
+		}
+		<-g.done
+		g.leave()
 		return
-	case <-ctx.Done():
-		o = outcome{kind: KindCanceled, why: fmt.Sprintf("score cancelled: %v", ctx.Err())}
-	case <-e.quit:
-		o = outcome{kind: KindCanceled, why: "engine is closed"}
 	}
-	for i := range g.jobs {
-		e.cancel(&g.jobs[i], o)
-	}
-	<-g.done
 }
 
 // ScoreAll scores a stream of cases and yields each result with its case's
 // index, in input order. Cases travel in groups of up to 64, with up to
 // window cases in flight (0: a default that keeps every worker busy).
-// Stopping the iteration early cancels the cases still in flight.
+// Stopping the iteration early, or cancelling ctx, cancels the cases still
+// in flight; after a cancellation no further cases are read.
 func (e *Engine) ScoreAll(ctx context.Context, cases iter.Seq[Case], window int) iter.Seq2[int, Result] {
 	return e.stream(ctx, cases, window, nil, nil)
 }
 
-// stream is ScoreAll and, with an artifact, Evaluate.
+// stream is ScoreAll and, with an artifact, Evaluate. It runs on the
+// caller's goroutine: it encodes a group, queues it, and yields the results
+// of the oldest group once it is done, so the Go side of a stream stays on
+// one thread while workers score the groups queued ahead.
 func (e *Engine) stream(ctx context.Context, cases iter.Seq[Case], window int, artifact *prepared, artErr error) iter.Seq2[int, Result] {
 	if window <= 0 {
 		window = 16 * maxBatch * max(1, e.workerCount())
 	}
+	maxGroups := max(1, window/maxBatch)
 	return func(yield func(int, Result) bool) {
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		order := make(chan *group, max(1, window/maxBatch))
-		go func() {
-			defer close(order)
-			var buf []Case
-			flush := func() bool {
-				g := newGroup(len(buf))
-				for i, c := range buf {
-					if artErr != nil {
-						r := failed(c.ID, KindInput, fmt.Sprintf("artifact: %v", artErr))
-						g.jobs[i].deliver(outcome{final: &r})
-						continue
-					}
-					e.prepare(ctx, &g.jobs[i], c, artifact)
+		var inflight []*group // oldest first
+		memo := new(jsonMemo)
+		next := 0
+		// emit yields the oldest group's results; false when the caller stopped.
+		emit := func() bool {
+			g := inflight[0]
+			inflight = inflight[1:]
+			e.wait(ctx, g)
+			for k := range g.jobs {
+				if !yield(next, e.result(&g.jobs[k])) {
+					return false
 				}
-				buf = buf[:0]
-				e.submit(ctx, g)
-				select {
-				case order <- g:
-					return true
-				case <-ctx.Done():
-					for i := range g.jobs {
-						e.cancel(&g.jobs[i], outcome{kind: KindCanceled, why: "stopped"})
-					}
+				next++
+			}
+			g.recycle()
+			return true
+		}
+		defer func() { // stopped early: cancel what is in flight, yielding nothing more
+			cancel()
+			for _, g := range inflight {
+				e.wait(ctx, g)
+			}
+		}()
+		var g *group
+		n := 0
+		// flush queues the group being built and yields what is done; false
+		// when the caller stopped.
+		flush := func() bool {
+			if n < len(g.jobs) {
+				g.shrink(n)
+			}
+			e.submit(ctx, g)
+			inflight = append(inflight, g)
+			g, n = nil, 0
+			for len(inflight) >= maxGroups || (len(inflight) > 0 && inflight[0].ready()) {
+				if !emit() {
 					return false
 				}
 			}
-			for c := range cases {
-				buf = append(buf, c)
-				if len(buf) == maxBatch && !flush() {
-					return
-				}
+			return true
+		}
+		for c := range cases {
+			if g == nil {
+				g = newGroup(maxBatch)
 			}
-			if len(buf) > 0 {
-				flush()
+			j := &g.jobs[n]
+			n++
+			if artErr != nil {
+				r := failed(c.ID, KindInput, fmt.Sprintf("artifact: %v", artErr))
+				j.deliver(outcome{final: &r})
+			} else {
+				e.prepare(ctx, j, &c, artifact, memo)
 			}
-		}()
-		i := 0
-		for g := range order {
-			e.wait(ctx, g)
-			for k := range g.jobs {
-				if !yield(i, e.result(&g.jobs[k])) {
-					cancel()
-					for g := range order { // stop what is still queued
-						e.wait(ctx, g)
-					}
-					return
-				}
-				i++
+			if n == maxBatch && !flush() {
+				return
+			}
+			if ctx.Err() != nil {
+				break // cancelled: read no more cases; those read get their results
+			}
+		}
+		if g != nil && !flush() {
+			return
+		}
+		for len(inflight) > 0 {
+			if !emit() {
+				return
 			}
 		}
 	}
@@ -286,8 +349,19 @@ func (e *Engine) outcomeResult(j *scoreJob) Result {
 		r.Feedback = "run raised " + pe.Error()
 		return r
 	}
+	if o.ok && o.err == nil {
+		// The common shape, already checked in C, read without boxing.
+		p, ok, err := cpython.DecodeScorePair(o.raw, e.str)
+		if ok {
+			r.Score, r.Feedback, r.Scores = p.Score, p.Feedback, p.Scores
+			return r
+		}
+		if err != nil {
+			o.err = fmt.Errorf("internal error: undecodable outcome: %v", err)
+		}
+	}
 	value, err := o.value()
-	if err != nil {
+	if err != nil && o.err == nil {
 		o.err = err
 	}
 	if o.err != nil {

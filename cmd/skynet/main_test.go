@@ -243,3 +243,32 @@ func TestEvalKeywordsProgram(t *testing.T) {
 	assert.Equal(t, exitUsage, code)
 	assert.Contains(t, errOut, "choose one (--split train|val|test)")
 }
+
+// TestBenchReport runs a small `skynet bench` as its own process (with
+// --file it runs `skynet score` on itself): every path runs, each subprocess
+// baseline checked score for score against the engine inside the command,
+// and the JSON report has the shape the issue names.
+func TestBenchReport(t *testing.T) {
+	big := filepath.Join(t.TempDir(), "big.jsonl")
+	data, err := os.ReadFile(example + "cases.jsonl")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(big, bytes.Repeat(data, 20), 0o644))
+	cmd := exec.Command(binary(t), "bench", "--metric", example+"metric.py", "--cases", "300", "--runs", "1",
+		"--per-process-cases", "2", "--file", big, "--json")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, stderr.String())
+	var rep benchReport
+	require.NoError(t, json.Unmarshal(out, &rep), string(out))
+	assert.Equal(t, 300, rep.Cases)
+	for _, k := range []string{"engine", "python_loop", "python_loop_shared", "subprocess_lockstep",
+		"subprocess_pipelined", "subprocess_per_case", "skynet_score_file", "python_script_file"} {
+		assert.Greater(t, rep.NSPerCase[k], 0.0, k)
+	}
+	for _, bar := range benchBars {
+		assert.Contains(t, rep.Ratios, bar.name)
+		assert.Contains(t, rep.Bars, bar.name)
+	}
+	assert.InDelta(t, rep.NSPerCase["engine"]/rep.NSPerCase["python_loop"], rep.Ratios["engine_vs_python_loop"], 1e-9)
+}

@@ -1,0 +1,78 @@
+package engine
+
+import (
+	"hash/maphash"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/skynetml/skynet/cpython"
+)
+
+// internTable shares the Go strings made for repeated short texts from Python
+// (feedback such as "Correct.", score names), so a stream of results does not
+// allocate one string per case. It is a direct-mapped table: a collision
+// only replaces an entry. Safe for concurrent use without locks.
+type internTable struct {
+	seed  maphash.Seed
+	slots [internSlots]atomic.Pointer[string]
+}
+
+const (
+	internSlots = 1 << 10
+	internMax   = 128 // longer texts are rarely repeated: always a new string
+)
+
+func newInternTable() *internTable { return &internTable{seed: maphash.MakeSeed()} }
+
+// make returns b as a string, the shared one when b was seen recently.
+func (t *internTable) make(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	if len(b) > internMax {
+		return string(b)
+	}
+	slot := &t.slots[maphash.Bytes(t.seed, b)&(internSlots-1)]
+	if p := slot.Load(); p != nil && *p == string(b) {
+		return *p
+	}
+	s := string(b)
+	slot.Store(&s)
+	return s
+}
+
+// jsonMemo remembers, for one stream, the encodings of the JSON texts it
+// met, keyed by where the text lives: a dataset's cases hand the same
+// json.RawMessage over and over, so a hit costs a comparison instead of the
+// shared cache's lock and hash. The text is compared in full, so a caller
+// reusing the memory for other text gets a miss, never a stale value.
+type jsonMemo struct {
+	slots [jsonMemoSlots]jsonMemoEntry
+}
+
+const jsonMemoSlots = 256
+
+type jsonMemoEntry struct {
+	at   *byte
+	text string // the text when it was encoded
+	enc  []byte // shared: read only
+	id   int32
+}
+
+// encode returns the encoding of raw and its ArgCache id, as cache.JSON.
+// A nil memo asks the cache.
+func (m *jsonMemo) encode(cache *cpython.ArgCache, raw []byte) ([]byte, int32, error) {
+	if m == nil {
+		return cache.JSON(raw)
+	}
+	at := unsafe.SliceData(raw)
+	slot := &m.slots[(uintptr(unsafe.Pointer(at))>>3)%jsonMemoSlots]
+	if slot.at == at && slot.text == string(raw) {
+		return slot.enc, slot.id, nil
+	}
+	enc, id, err := cache.JSON(raw)
+	if err == nil && id >= 0 { // only values the cache keeps: a one-off text is not worth a copy
+		*slot = jsonMemoEntry{at: at, text: string(raw), enc: enc, id: id}
+	}
+	return enc, id, err
+}

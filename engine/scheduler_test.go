@@ -1,0 +1,151 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// echoMetric scores each case by its own input, so a result that reached
+// the wrong case (a recycled group, a requeued job) shows.
+const echoMetric = `
+import time
+def score(input, output, expected=None):
+    if input.get("slow"):
+        time.sleep(0.001)
+    return input["n"] / 1e6, {"feedback": f"{input['n']}:{output}"}
+`
+
+func numbered(from, to int, slowFrom int) func(func(Case) bool) {
+	return func(yield func(Case) bool) {
+		for i := from; i < to; i++ {
+			in := map[string]any{"n": i}
+			if slowFrom >= 0 && i >= slowFrom {
+				in["slow"] = true
+			}
+			if !yield(Case{ID: strconv.Itoa(i), Input: in, Output: fmt.Sprint("o", i)}) {
+				return
+			}
+		}
+	}
+}
+
+// checkStream holds ScoreAll to its promise: one result per case, in input
+// order, each the case's own.
+func checkStream(t *testing.T, e *Engine, from, to, slowFrom int) {
+	t.Helper()
+	n := from
+	for i, r := range e.ScoreAll(ctx, numbered(from, to, slowFrom), 0) {
+		require.Equal(t, n-from, i)
+		require.Nil(t, r.Err, "case %d: %+v", n, r.Err)
+		require.Equal(t, strconv.Itoa(n), r.ID)
+		require.Equal(t, fmt.Sprintf("%d:o%d", n, n), r.Feedback)
+		require.Equal(t, float64(n)/1e6, r.Score)
+		n++
+	}
+	require.Equal(t, to, n, "every case gets exactly one result")
+}
+
+// TestStreamResultsAreTheirCases runs enough cases through one engine that
+// groups are recycled many times, with a partial last group.
+func TestStreamResultsAreTheirCases(t *testing.T) {
+	e := open(t, Options{Metric: writeMetric(t, echoMetric)})
+	checkStream(t, e, 0, 20_000+37, -1)
+	checkStream(t, e, 50_000, 50_001, -1)
+}
+
+// TestWholeParcelLeftovers: a fast start sizes batches to whole groups, then
+// slow cases overrun the batch budget, so a parcel scored whole leaves
+// unstarted cases that go back in the queue and are scored job by job.
+func TestWholeParcelLeftovers(t *testing.T) {
+	e := open(t, Options{Metric: writeMetric(t, echoMetric)})
+	checkStream(t, e, 0, 2_000+300, 2_000)
+}
+
+// TestConcurrentStreamsAndScores mixes streams and single calls on a pool of
+// workers (run under -race by make test).
+func TestConcurrentStreamsAndScores(t *testing.T) {
+	e := open(t, Options{Metric: writeMetric(t, echoMetric), Workers: 3})
+	var wg sync.WaitGroup
+	for s := 0; s < 3; s++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			checkStream(t, e, s*100_000, s*100_000+3_000, -1)
+		}()
+	}
+	for c := 0; c < 4; c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 200; i++ {
+				n := 900_000 + c*1000 + i
+				r := e.Score(ctx, Case{ID: "s", Input: map[string]any{"n": n}, Output: "x"})
+				assert.Equal(t, fmt.Sprintf("%d:x", n), r.Feedback)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// TestStreamStopsEarly: breaking out of the loop cancels what is in flight,
+// and the engine goes on serving.
+func TestStreamStopsEarly(t *testing.T) {
+	e := open(t, Options{Metric: writeMetric(t, echoMetric)})
+	seen := 0
+	for range e.ScoreAll(ctx, numbered(0, 100_000, -1), 0) {
+		if seen++; seen == 150 {
+			break
+		}
+	}
+	assert.Equal(t, 150, seen)
+	checkStream(t, e, 0, 500, -1)
+}
+
+// TestStreamCancelled: cancelling the context stops reading cases; every
+// case read gets one result, scored or canceled, in order.
+func TestStreamCancelled(t *testing.T) {
+	e := open(t, Options{Metric: writeMetric(t, echoMetric)})
+	c, cancel := context.WithCancel(ctx)
+	defer cancel()
+	read := 0
+	cases := func(yield func(Case) bool) {
+		for i := 0; ; i++ {
+			if i == 1_000 {
+				cancel()
+			}
+			read++
+			if !yield(Case{ID: strconv.Itoa(i), Input: map[string]any{"n": i, "slow": i >= 900}, Output: "x"}) {
+				return
+			}
+		}
+	}
+	done := make(chan struct{})
+	results, canceled := 0, 0
+	go func() {
+		defer close(done)
+		for i, r := range e.ScoreAll(c, cases, 0) {
+			require.Equal(t, results, i)
+			require.Equal(t, strconv.Itoa(i), r.ID)
+			if r.Err != nil {
+				require.Equal(t, KindCanceled, r.Err.Kind, "%+v", r.Err)
+				canceled++
+			}
+			results++
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("a cancelled stream did not end")
+	}
+	assert.Equal(t, read, results, "every case read gets its result")
+	assert.Greater(t, canceled, 0)
+	checkStream(t, e, 0, 300, -1)
+}
