@@ -129,9 +129,9 @@ func protectStdout(stdout io.Writer) io.Writer {
 }
 
 // scoreStream reads cases, scores them and writes results in input order.
-// Reading and converting run on ScoreAll's producer goroutine and writing on
-// this one, while Python scores on a worker. Every line read yields exactly
-// one result line.
+// Reading and parsing run on a goroutine of their own, encoding and writing
+// on this one, while Python scores on a worker. Every line read yields
+// exactly one result line.
 func scoreStream(ctx context.Context, e *engine.Engine, in io.Reader, out io.Writer, done map[string]bool, bar *progress) (*stats, error) {
 	var readErr error
 	cases := func(yield func(engine.Case) bool) {
@@ -154,11 +154,53 @@ func scoreStream(ctx context.Context, e *engine.Engine, in io.Reader, out io.Wri
 			}
 		}
 	}
-	st, err := writeResults(e.ScoreAll(ctx, pending(cases, done), 0), out, bar, false)
-	if readErr != nil {
+	st, err := writeResults(e.ScoreAll(ctx, readAhead(pending(cases, done)), 0), out, bar, false)
+	if readErr != nil { // set before readAhead's channel closed
 		return st, readErr
 	}
 	return st, err
+}
+
+// readAhead runs cases on a goroutine of its own, a chunk ahead of the
+// consumer, so parsing the input overlaps converting and writing.
+func readAhead(cases iter.Seq[engine.Case]) iter.Seq[engine.Case] {
+	const chunk = 256
+	return func(yield func(engine.Case) bool) {
+		chunks := make(chan []engine.Case, 4)
+		stop := make(chan struct{})
+		defer func() {
+			close(stop)
+			for range chunks { // let the reader see stop and finish
+			}
+		}()
+		go func() {
+			defer close(chunks)
+			buf := make([]engine.Case, 0, chunk)
+			for c := range cases {
+				if buf = append(buf, c); len(buf) == chunk {
+					select {
+					case chunks <- buf:
+					case <-stop:
+						return
+					}
+					buf = make([]engine.Case, 0, chunk)
+				}
+			}
+			if len(buf) > 0 {
+				select {
+				case chunks <- buf:
+				case <-stop:
+				}
+			}
+		}()
+		for buf := range chunks {
+			for _, c := range buf {
+				if !yield(c) {
+					return
+				}
+			}
+		}
+	}
 }
 
 // writeResults writes results as they come, whole lines, flushed soon after
