@@ -24,6 +24,7 @@ sky_batch *sky_batch_new(int n) {
     sky_batch *b = calloc(1, sizeof *b + (size_t)n * sizeof(sky_slot));
     if (!b) return NULL;
     b->n = n;
+    b->cap = n;
     b->current = -1;
     return b;
 }
@@ -47,6 +48,29 @@ void sky_batch_free(sky_batch *b) {
 }
 
 // reserve returns n bytes of slot data in the batch's chunks.
+// sky_batch_reset makes a finished batch ready for n new cases, keeping its
+// newest data chunk, so a stream of batches allocates nothing.
+int sky_batch_reset(sky_batch *b, int n) {
+    if (n > b->cap) return 0;
+    sky_chunk *keep = b->chunks, *c = keep ? keep->next : NULL;
+    while (c) {
+        sky_chunk *next = c->next;
+        free(c);
+        c = next;
+    }
+    if (keep) {
+        keep->next = NULL;
+        keep->len = 0;
+    }
+    memset(b->slots, 0, (size_t)n * sizeof(sky_slot));
+    b->n = n;
+    b->current = -1;
+    b->started_ns = 0;
+    b->phase = 0;
+    b->budget_ns = 0;
+    return 1;
+}
+
 static char *reserve(sky_batch *b, size_t n) {
     sky_chunk *c = b->chunks;
     if (!c || c->len + n > c->cap) {

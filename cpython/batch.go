@@ -43,6 +43,18 @@ func NewBatch(n int) (*Batch, error) {
 	return &Batch{b: b, n: n, slots: unsafe.Slice(C.sky_batch_slot(b, 0), n)}, nil
 }
 
+// Reset makes a batch whose ScoreBatch call has returned, and which nobody
+// else touches any more, ready for n cases, reusing its memory. It reports
+// false when the batch holds fewer than n cases' slots.
+func (b *Batch) Reset(n int) bool {
+	if b.b == nil || C.sky_batch_reset(b.b, C.int(n)) == 0 {
+		return false
+	}
+	b.n = n
+	b.slots = b.slots[:n:cap(b.slots)]
+	return true
+}
+
 // Free releases the batch. Idempotent; never while ScoreBatch runs on it.
 func (b *Batch) Free() {
 	if b.b != nil {

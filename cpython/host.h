@@ -107,6 +107,7 @@ typedef struct {
     int phase;                 // SKY_PHASE_* of the case running (atomic)
     int64_t budget_ns;         // stop starting new cases after this long (0: no limit)
     int n;
+    int cap;                   // slots allocated (a reused batch may hold fewer cases)
     sky_slot slots[];
 } sky_batch;
 
@@ -129,6 +130,7 @@ sky_argcache *sky_argcache_new(void);
 void sky_argcache_free(sky_argcache *c);
 
 sky_batch *sky_batch_new(int n);
+int sky_batch_reset(sky_batch *b, int n); // reuse for n <= cap cases; 0 when it cannot
 void sky_batch_free(sky_batch *b);
 int sky_score_batch(sky_scratch *s, sky_batch *b, PyObject *fn, PyObject *run, int nargs,
                     const char *in, size_t inlen, const size_t *offsets, const int32_t *ids,

@@ -110,6 +110,8 @@ type Engine struct {
 	scoreCalls atomic.Int64
 	mode       cpython.Mode
 	wedge      atomic.Pointer[Wedge]
+	spareMu    sync.Mutex
+	spare      []*cpython.Batch // finished batches kept for reuse (getBatch)
 
 	cache *cpython.ArgCache   // Python objects of repeated argument values
 	str   func([]byte) string // makes result strings, sharing repeated ones (internTable)
@@ -440,6 +442,7 @@ func (e *Engine) Close() error {
 	e.closing.Do(func() {
 		e.closed.Store(true)
 		close(e.quit)
+		e.freeSpare()
 		done := make(chan struct{})
 		go func() {
 			e.workers.Wait()

@@ -239,6 +239,7 @@ type outcome struct {
 
 // batchRun is a batch being scored by a worker.
 type batchRun struct {
+	e           *Engine
 	mu          sync.Mutex // guards b against a cancelling caller once freed
 	freed       bool
 	b           *cpython.Batch
@@ -555,7 +556,7 @@ func (e *Engine) runJobs(w *worker, jobs []*scoreJob) {
 // newRun allocates the batch for jobs (copied when the caller reuses the
 // slice); when it cannot, they fail.
 func (e *Engine) newRun(jobs []*scoreJob, copyJobs bool) (*batchRun, bool) {
-	b, err := cpython.NewBatch(len(jobs))
+	b, err := e.getBatch(len(jobs))
 	if err != nil {
 		for _, j := range jobs {
 			j.deliver(outcome{err: err})
@@ -565,7 +566,54 @@ func (e *Engine) newRun(jobs []*scoreJob, copyJobs bool) (*batchRun, bool) {
 	if copyJobs {
 		jobs = append([]*scoreJob(nil), jobs...)
 	}
-	return &batchRun{b: b, jobs: jobs, tokenBase: cpython.NewTokens(len(jobs))}, true
+	return &batchRun{e: e, b: b, jobs: jobs, tokenBase: cpython.NewTokens(len(jobs))}, true
+}
+
+// maxSpare bounds the finished batches kept for reuse.
+const maxSpare = 64
+
+// getBatch returns a batch for n cases, reusing a finished one when it can:
+// a stream then allocates no C memory per batch.
+func (e *Engine) getBatch(n int) (*cpython.Batch, error) {
+	e.spareMu.Lock()
+	if k := len(e.spare); k > 0 {
+		b := e.spare[k-1]
+		e.spare = e.spare[:k-1]
+		e.spareMu.Unlock()
+		if b.Reset(n) {
+			return b, nil
+		}
+		b.Free()
+	} else {
+		e.spareMu.Unlock()
+	}
+	b, err := cpython.NewBatch(max(n, maxBatch))
+	if err == nil && !b.Reset(n) {
+		panic("engine: a new batch cannot hold its cases")
+	}
+	return b, err
+}
+
+// putBatch keeps a finished batch for reuse, or frees it.
+func (e *Engine) putBatch(b *cpython.Batch) {
+	e.spareMu.Lock()
+	if !e.closed.Load() && len(e.spare) < maxSpare {
+		e.spare = append(e.spare, b)
+		e.spareMu.Unlock()
+		return
+	}
+	e.spareMu.Unlock()
+	b.Free()
+}
+
+// freeSpare frees the kept batches, once the engine is closed.
+func (e *Engine) freeSpare() {
+	e.spareMu.Lock()
+	defer e.spareMu.Unlock()
+	for _, b := range e.spare {
+		b.Free()
+	}
+	e.spare = nil
 }
 
 // runBatch scores br on w's thread and returns how many cases finished.
@@ -603,14 +651,14 @@ func (e *Engine) runBatch(w *worker, br *batchRun, args *cpython.BatchArgs, obs 
 	return finished
 }
 
-// free releases the batch's C memory once; a canceller holding br then
+// free gives the batch back for reuse, once; a canceller holding br then
 // leaves it alone.
 func (br *batchRun) free() {
 	br.mu.Lock()
 	defer br.mu.Unlock()
 	if !br.freed {
 		br.freed = true
-		br.b.Free()
+		br.e.putBatch(br.b)
 	}
 }
 
