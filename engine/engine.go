@@ -112,6 +112,8 @@ type Engine struct {
 	wedge      atomic.Pointer[Wedge]
 	spareMu    sync.Mutex
 	spare      []*cpython.Batch // finished batches kept for reuse (getBatch)
+	groups     []*group         // read groups kept for reuse (newGroup)
+	memos      []*jsonMemo      // streams' memos kept for reuse (getMemo)
 
 	cache *cpython.ArgCache   // Python objects of repeated argument values
 	str   func([]byte) string // makes result strings, sharing repeated ones (internTable)

@@ -52,6 +52,28 @@ type jsonMemo struct {
 
 const jsonMemoSlots = 256
 
+// getMemo returns a cleared memo for a stream; putMemo keeps it for the
+// next (a few, so concurrent streams need not allocate).
+func (e *Engine) getMemo() *jsonMemo {
+	e.spareMu.Lock()
+	defer e.spareMu.Unlock()
+	if k := len(e.memos); k > 0 {
+		m := e.memos[k-1]
+		e.memos = e.memos[:k-1]
+		*m = jsonMemo{}
+		return m
+	}
+	return new(jsonMemo)
+}
+
+func (e *Engine) putMemo(m *jsonMemo) {
+	e.spareMu.Lock()
+	defer e.spareMu.Unlock()
+	if len(e.memos) < 4 {
+		e.memos = append(e.memos, m)
+	}
+}
+
 type jsonMemoEntry struct {
 	at   *byte
 	text string // the text when it was encoded

@@ -27,8 +27,11 @@ const (
 	batchBudget    = 200 * time.Microsecond
 	watchdogTick   = 5 * time.Millisecond
 	interruptGrace = 500 * time.Millisecond
-	modelCallSlack = 50 * time.Millisecond  // > watchdogTick
-	spinFor        = 100 * time.Microsecond // a waiting stream or idle worker polls this long before parking
+	modelCallSlack = 50 * time.Millisecond // > watchdogTick
+	// A waiting stream or an idle worker polls this long before parking: a
+	// parked thread costs a wake-up, and on a VM an idle vCPU halts, and
+	// waking it can take milliseconds.
+	spinFor = 2 * time.Millisecond
 )
 
 // Job states: a queued job is taken into a batch or abandoned by its caller.
@@ -94,13 +97,24 @@ const (
 	waiterGone int32 = 2
 )
 
-// fullGroups are recycled groups of maxBatch jobs: a stream of cases then
-// allocates next to nothing per case.
-var fullGroups sync.Pool
+// spareGroups bounds the full groups an engine keeps for reuse (about
+// 30 KB each, plus their argument buffers).
+const spareGroups = 64
 
-func newGroup(n int) *group {
+// newGroup returns a group of n jobs, a recycled one for a full group: a
+// stream then allocates next to nothing per case. The spares are the
+// engine's, not a sync.Pool's, because a GC empties a sync.Pool, and
+// faulting fresh pages back in costs more here than the scoring of the
+// cases they hold.
+func (e *Engine) newGroup(n int) *group {
 	if n == maxBatch {
-		if g, ok := fullGroups.Get().(*group); ok {
+		e.spareMu.Lock()
+		var g *group
+		if k := len(e.groups); k > 0 {
+			g, e.groups = e.groups[k-1], e.groups[:k-1]
+		}
+		e.spareMu.Unlock()
+		if g != nil {
 			for i := range g.jobs {
 				g.jobs[i] = scoreJob{g: g}
 			}
@@ -157,13 +171,19 @@ func (g *group) spin() {
 	}
 }
 
-// recycle returns a group whose results have been read to the pool, if
+// recycle keeps a group whose results have been read for reuse, if
 // nothing else can still touch it: every outcome came from a batch that was
 // done with the job, so no watchdog, canceller or batch holds a job of it.
-func (g *group) recycle() {
-	if len(g.jobs) == maxBatch && g.byWorker.Load() == maxBatch {
-		fullGroups.Put(g)
+func (e *Engine) recycle(g *group) {
+	if cap(g.jobs) != maxBatch || g.byWorker.Load() != int32(len(g.jobs)) {
+		return
 	}
+	g.jobs = g.jobs[:maxBatch]
+	e.spareMu.Lock()
+	if len(e.groups) < spareGroups {
+		e.groups = append(e.groups, g)
+	}
+	e.spareMu.Unlock()
 }
 
 // leave is the waiter's last step: a batch handed over but not finished
@@ -204,6 +224,13 @@ func (j *scoreJob) deliverSlot(v cpython.SlotView) bool {
 		data = j.inline[:copy(j.inline[:], v.Data):len(v.Data)]
 	} else {
 		data = append([]byte(nil), v.Data...)
+	}
+	if !j.program && !v.RunFailed && len(v.Logs) == 0 {
+		// The common case, set in place: j.out is still zero (only the first
+		// deliverer gets here).
+		o := &j.out
+		o.ok, o.raw, o.cut, o.elapsed, o.runTime = v.OK, data, v.Cut, v.Elapsed, v.RunTime
+		return true
 	}
 	j.out = slotToOutcome(v, data, j.program)
 	return true

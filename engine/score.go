@@ -98,7 +98,7 @@ func tagName(t byte) string {
 // from when a worker starts the call; waiting for a free worker is bounded
 // only by ctx.
 func (e *Engine) Score(ctx context.Context, c Case) Result {
-	g := newGroup(1)
+	g := e.newGroup(1)
 	e.prepare(ctx, &g.jobs[0], &c, nil, nil)
 	if !e.submit(ctx, g) {
 		return e.result(&g.jobs[0])
@@ -223,7 +223,8 @@ func (e *Engine) stream(ctx context.Context, cases iter.Seq[Case], window int, a
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		var inflight []*group // oldest first
-		memo := new(jsonMemo)
+		memo := e.getMemo()
+		defer e.putMemo(memo)
 		next := 0
 		// emit yields the oldest group's results; false when the caller stopped.
 		emit := func() bool {
@@ -236,7 +237,7 @@ func (e *Engine) stream(ctx context.Context, cases iter.Seq[Case], window int, a
 				}
 				next++
 			}
-			g.recycle()
+			e.recycle(g)
 			return true
 		}
 		defer func() { // stopped early: cancel what is in flight, yielding nothing more
@@ -265,7 +266,7 @@ func (e *Engine) stream(ctx context.Context, cases iter.Seq[Case], window int, a
 		}
 		for c := range cases {
 			if g == nil {
-				g = newGroup(maxBatch)
+				g = e.newGroup(maxBatch)
 			}
 			j := &g.jobs[n]
 			n++
