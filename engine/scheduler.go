@@ -352,6 +352,9 @@ func (e *Engine) workerLoop(w *worker) {
 // scheduler put the two threads of a stream on one core, where each waits
 // for the other.
 func (e *Engine) poll() *parcel {
+	if time.Duration(e.avgCase.Load()) > spinFor/8 {
+		return nil // slow cases (model calls): many idle workers spinning would only burn the CPU
+	}
 	deadline := time.Now().Add(spinFor)
 	for i := 0; ; i++ {
 		select {
