@@ -146,16 +146,11 @@ func (g *group) shrink(n int) {
 }
 
 // ready reports whether waiting for the group would not block for long:
-// every outcome is in, or its batch is ready to finish.
+// every outcome is in, or its batch is ready to finish. Atomic loads only:
+// a waiter spinning on channel selects would contend for the channels'
+// locks with the worker closing them.
 func (g *group) ready() bool {
-	select {
-	case <-g.done:
-		return true
-	case <-g.ran:
-		return true
-	default:
-		return false
-	}
+	return g.remaining.Load() == 0 || g.handoff.Load() == handedOver
 }
 
 // spin polls ready for a while before the waiter parks (see poll).
