@@ -20,6 +20,57 @@ int64_t sky_now_ns(void) {
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+// batch_clock reads CLOCK_MONOTONIC nanoseconds for a batch's per-case
+// timing at a third of the cost on x86-64: the TSC (what the vDSO clock
+// reads anyway), scaled by a ratio calibrated against CLOCK_MONOTONIC over
+// earlier batches, and re-anchored to the real clock every few milliseconds
+// so its error stays microseconds. Elsewhere, and until calibrated, it is
+// CLOCK_MONOTONIC itself.
+typedef struct {
+    int64_t ns0;
+    uint64_t tsc0;
+    double ns_per_tick; // 0: read the real clock
+} batch_clock;
+
+#if defined(__x86_64__)
+#include <x86intrin.h>
+static uint64_t ns_per_tick_bits; // the calibrated ratio's bits; 0 until calibrated
+#define REANCHOR_NS 5000000
+
+static void clock_begin(batch_clock *c) {
+    uint64_t bits = __atomic_load_n(&ns_per_tick_bits, __ATOMIC_RELAXED);
+    memcpy(&c->ns_per_tick, &bits, sizeof bits);
+    c->ns0 = sky_now_ns();
+    c->tsc0 = __rdtsc();
+}
+
+static int64_t clock_now(batch_clock *c) {
+    if (c->ns_per_tick == 0) return sky_now_ns();
+    double ns = (double)(__rdtsc() - c->tsc0) * c->ns_per_tick;
+    if (ns >= 0 && ns < REANCHOR_NS) return c->ns0 + (int64_t)ns;
+    c->ns0 = sky_now_ns(); // long case (or a clock going odd): back to the real clock
+    c->tsc0 = __rdtsc();
+    return c->ns0;
+}
+
+// clock_end calibrates the ratio over the batch, when it was long enough
+// to measure it well.
+static void clock_end(batch_clock *c) {
+    int64_t ns = sky_now_ns() - c->ns0;
+    uint64_t ticks = __rdtsc() - c->tsc0;
+    if (ns < 50000 || ticks == 0) return;
+    double r = (double)ns / (double)ticks;
+    if (!(r > 0.01 && r < 100)) return;
+    uint64_t bits;
+    memcpy(&bits, &r, sizeof bits);
+    __atomic_store_n(&ns_per_tick_bits, bits, __ATOMIC_RELAXED);
+}
+#else
+static void clock_begin(batch_clock *c) { c->ns0 = sky_now_ns(); c->ns_per_tick = 0; }
+static int64_t clock_now(batch_clock *c) { return sky_now_ns(); }
+static void clock_end(batch_clock *c) {}
+#endif
+
 sky_batch *sky_batch_new(int n) {
     sky_batch *b = calloc(1, sizeof *b + (size_t)n * sizeof(sky_slot));
     if (!b) return NULL;
@@ -364,7 +415,9 @@ int sky_score_batch(sky_scratch *s, sky_batch *b, PyObject *fn, PyObject *run, i
     int entered = sky_enter();
     if (entered < 0) return 0;
     sky_thread *t = sky_current_thread();
-    int64_t begin = sky_now_ns(), now = begin;
+    batch_clock clock;
+    clock_begin(&clock);
+    int64_t begin = clock.ns0, now = begin;
     int finished = 0;
     size_t total = (size_t)b->n * (size_t)nargs;
     for (int i = 0; i < b->n; i++) {
@@ -402,7 +455,7 @@ int sky_score_batch(sky_scratch *s, sky_batch *b, PyObject *fn, PyObject *run, i
             if (flags & SKY_UNTRUSTED) sky_set_untrusted(1);
             if (run) {
                 output = PyObject_Vectorcall(run, args, 2, NULL); // new ref: run(artifact, input)
-                int64_t ran = sky_now_ns();
+                int64_t ran = clock_now(&clock);
                 slot->run_ns = ran - start;
                 t->run_ns = slot->run_ns;
                 if (!output) {
@@ -443,7 +496,7 @@ int sky_score_batch(sky_scratch *s, sky_batch *b, PyObject *fn, PyObject *run, i
         Py_XDECREF(output);
         for (int k = 0; k < nargs; k++) Py_XDECREF(args[k]);
 
-        now = sky_now_ns();
+        now = clock_now(&clock);
         slot->status = rc;
         slot->elapsed_ns = now - start;
         if (direct) {
@@ -462,6 +515,7 @@ int sky_score_batch(sky_scratch *s, sky_batch *b, PyObject *fn, PyObject *run, i
         __atomic_store_n(&slot->state, SKY_SLOT_DONE, __ATOMIC_RELEASE);
         finished++;
     }
+    clock_end(&clock);
     sky_leave(entered);
     return finished;
 }

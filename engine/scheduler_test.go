@@ -149,3 +149,29 @@ func TestStreamCancelled(t *testing.T) {
 	assert.Greater(t, canceled, 0)
 	checkStream(t, e, 0, 300, -1)
 }
+
+// TestDurations: per-case times come from a fast clock calibrated over
+// earlier batches (batch.c); they must still read true, for cases shorter
+// and longer than its re-anchoring interval.
+func TestDurations(t *testing.T) {
+	e := open(t, Options{Metric: writeMetric(t, `
+import time
+def score(input, output, expected=None):
+    time.sleep(input.get("sleep", 0))
+    return 1.0, {"feedback": "ok"}
+`)})
+	for range e.ScoreAll(ctx, numbered(0, 5_000, -1), 0) { // calibrates the clock
+	}
+	for _, d := range []time.Duration{3 * time.Millisecond, 20 * time.Millisecond} {
+		var got []time.Duration
+		cases := []Case{{ID: "a", Input: map[string]any{"sleep": d.Seconds()}}, {ID: "b", Input: map[string]any{"sleep": d.Seconds()}}}
+		for _, r := range e.ScoreAll(ctx, sliceSeq(cases), 0) {
+			require.Nil(t, r.Err)
+			got = append(got, r.Duration)
+		}
+		for _, g := range got {
+			assert.GreaterOrEqual(t, g, d, "slept %v", d)
+			assert.Less(t, g, d+100*time.Millisecond, "slept %v", d)
+		}
+	}
+}
