@@ -14,14 +14,18 @@ import (
 	"github.com/skynetml/skynet/skynetmod"
 )
 
-// How the scheduler works. Score and ScoreAll encode each case on the
-// caller's goroutine (without the GIL) and queue it. A worker goroutine takes
-// the first queued case and as many more as are waiting, up to a batch size,
-// and scores them in one cgo crossing under one GIL hold (cpython.ScoreBatch).
-// The batch size adapts so a batch holds the GIL for about batchBudget: fast
-// metrics get large batches, slow ones (a model call) one case at a time, so
-// other workers run meanwhile. Workers are not pinned to OS threads. One
-// watchdog goroutine per engine times out the case running in each batch.
+// How the scheduler works. Score and ScoreAll encode cases on the caller's
+// goroutine (without the GIL) into a group's parcel: its jobs and all their
+// arguments in one buffer. A worker goroutine takes a queued parcel whole
+// when it fits the batch size, scores it in one cgo crossing under one GIL
+// hold (cpython.ScoreBatch), and hands the batch to the group's waiter, who
+// copies the outcomes out (runParcel, finish). Parcels too big for the batch
+// size, and cases a batch left unstarted, are taken job by job (take,
+// runJobs). The batch size adapts so a batch holds the GIL for about
+// batchBudget: fast metrics get whole groups, slow ones (a model call) one
+// case at a time, so other workers run meanwhile. Workers are not pinned to
+// OS threads. One watchdog goroutine per engine times out the case running
+// in each batch.
 const (
 	maxBatch       = 64
 	batchBudget    = 200 * time.Microsecond
