@@ -111,9 +111,9 @@ type Engine struct {
 	mode       cpython.Mode
 	wedge      atomic.Pointer[Wedge]
 	spareMu    sync.Mutex
-	spare      []*cpython.Batch // finished batches kept for reuse (getBatch)
-	groups     []*group         // read groups kept for reuse (newGroup)
-	memos      []*jsonMemo      // streams' memos kept for reuse (getMemo)
+	batches    spares[cpython.Batch] // finished batches kept for reuse (getBatch)
+	groups     spares[group]         // read groups kept for reuse (newGroup)
+	memos      spares[jsonMemo]      // streams' memos kept for reuse (getMemo)
 
 	cache *cpython.ArgCache   // Python objects of repeated argument values
 	str   func([]byte) string // makes result strings, sharing repeated ones (internTable)
@@ -224,6 +224,9 @@ func Open(opts Options) (*Engine, error) {
 		logsLimit:  orDefault(opts.LogsLimit, DefaultLogs),
 		jobs:       make(chan *parcel, 256),
 		str:        newInternTable().make,
+		batches:    spares[cpython.Batch]{max: spareBatches},
+		groups:     spares[group]{max: spareGroups},
+		memos:      spares[jsonMemo]{max: spareMemos},
 		frontReady: make(chan struct{}, 1),
 		quit:       make(chan struct{}),
 	}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"hash/maphash"
+	"sync"
 	"sync/atomic"
 	"unsafe"
 
@@ -55,23 +56,45 @@ const jsonMemoSlots = 256
 // getMemo returns a cleared memo for a stream; putMemo keeps it for the
 // next (a few, so concurrent streams need not allocate).
 func (e *Engine) getMemo() *jsonMemo {
-	e.spareMu.Lock()
-	defer e.spareMu.Unlock()
-	if k := len(e.memos); k > 0 {
-		m := e.memos[k-1]
-		e.memos = e.memos[:k-1]
+	if m := e.memos.take(&e.spareMu); m != nil {
 		*m = jsonMemo{}
 		return m
 	}
 	return new(jsonMemo)
 }
 
-func (e *Engine) putMemo(m *jsonMemo) {
-	e.spareMu.Lock()
-	defer e.spareMu.Unlock()
-	if len(e.memos) < 4 {
-		e.memos = append(e.memos, m)
+func (e *Engine) putMemo(m *jsonMemo) { e.memos.keep(&e.spareMu, m) }
+
+// spares keeps up to max finished things for reuse, guarded by the
+// engine's spareMu: streams then allocate next to nothing. The engine keeps
+// them rather than a sync.Pool, because a GC empties a sync.Pool, and
+// faulting fresh pages back in costs more here than the cases they serve.
+type spares[T any] struct {
+	items []*T
+	max   int
+}
+
+func (l *spares[T]) take(mu *sync.Mutex) *T {
+	mu.Lock()
+	defer mu.Unlock()
+	k := len(l.items)
+	if k == 0 {
+		return nil
 	}
+	x := l.items[k-1]
+	l.items = l.items[:k-1]
+	return x
+}
+
+// keep reports false when the list is full (or closed: max 0).
+func (l *spares[T]) keep(mu *sync.Mutex, x *T) bool {
+	mu.Lock()
+	defer mu.Unlock()
+	if len(l.items) >= l.max {
+		return false
+	}
+	l.items = append(l.items, x)
+	return true
 }
 
 type jsonMemoEntry struct {

@@ -101,24 +101,18 @@ const (
 	waiterGone int32 = 2
 )
 
-// spareGroups bounds the full groups an engine keeps for reuse (about
-// 30 KB each, plus their argument buffers).
-const spareGroups = 64
+// Spares an engine keeps (see spares): groups are about 30 KB each, plus
+// their argument buffers.
+const (
+	spareGroups  = 64
+	spareBatches = 64
+	spareMemos   = 4
+)
 
-// newGroup returns a group of n jobs, a recycled one for a full group: a
-// stream then allocates next to nothing per case. The spares are the
-// engine's, not a sync.Pool's, because a GC empties a sync.Pool, and
-// faulting fresh pages back in costs more here than the scoring of the
-// cases they hold.
+// newGroup returns a group of n jobs, a recycled one for a full group.
 func (e *Engine) newGroup(n int) *group {
 	if n == maxBatch {
-		e.spareMu.Lock()
-		var g *group
-		if k := len(e.groups); k > 0 {
-			g, e.groups = e.groups[k-1], e.groups[:k-1]
-		}
-		e.spareMu.Unlock()
-		if g != nil {
+		if g := e.groups.take(&e.spareMu); g != nil {
 			for i := range g.jobs {
 				g.jobs[i] = scoreJob{g: g}
 			}
@@ -158,16 +152,21 @@ func (g *group) ready() bool {
 }
 
 // spin polls ready for a while before the waiter parks (see poll).
-func (g *group) spin() {
+func (g *group) spin() { spinUntil(g.ready) }
+
+// spinUntil polls done for up to spinFor, yielding the processor now and
+// then; it reports whether done came true.
+func spinUntil(done func() bool) bool {
 	deadline := time.Now().Add(spinFor)
-	for i := 0; !g.ready(); i++ {
+	for i := 0; !done(); i++ {
 		if i%64 == 63 {
 			if time.Now().After(deadline) {
-				return
+				return false
 			}
 			runtime.Gosched()
 		}
 	}
+	return true
 }
 
 // recycle keeps a group whose results have been read for reuse, if
@@ -178,11 +177,7 @@ func (e *Engine) recycle(g *group) {
 		return
 	}
 	g.jobs = g.jobs[:maxBatch]
-	e.spareMu.Lock()
-	if len(e.groups) < spareGroups {
-		e.groups = append(e.groups, g)
-	}
-	e.spareMu.Unlock()
+	e.groups.keep(&e.spareMu, g)
 }
 
 // leave is the waiter's last step: a batch handed over but not finished
@@ -354,23 +349,16 @@ func (e *Engine) poll() *parcel {
 	if time.Duration(e.avgCase.Load()) > spinFor/8 {
 		return nil // slow cases (model calls): many idle workers spinning would only burn the CPU
 	}
-	deadline := time.Now().Add(spinFor)
-	for i := 0; ; i++ {
+	var p *parcel
+	spinUntil(func() bool {
 		select {
-		case p := <-e.jobs:
-			return p
+		case p = <-e.jobs:
 		default:
+			p = e.popFront()
 		}
-		if p := e.popFront(); p != nil {
-			return p
-		}
-		if i%64 == 63 {
-			if time.Now().After(deadline) {
-				return nil
-			}
-			runtime.Gosched()
-		}
-	}
+		return p != nil
+	})
+	return p
 }
 
 // callModel makes an llm() call for case i of w's running batch, on the
@@ -483,15 +471,10 @@ func (e *Engine) runParcel(w *worker, p *parcel) {
 		return
 	}
 	g.whole.Store(br)
-	// A caller that gave up before the batch formed has its case taken back.
 	// Only the parcel's jobs are undelivered at submit, so a count says
 	// whether any was since, without touching every job.
 	if int(g.remaining.Load()) != len(p.jobs) {
-		for i, j := range p.jobs {
-			if j.delivered.Load() {
-				br.b.Claim(i)
-			}
-		}
+		br.takeBackDelivered()
 	}
 	finished := e.runBatch(w, br, &p.args, p.obs)
 	if finished < len(p.jobs) {
@@ -556,12 +539,7 @@ func (e *Engine) runJobs(w *worker, jobs []*scoreJob) {
 		j.run.Store(br)
 	}
 	w.obs = obs
-	// A caller that gave up while the batch formed has its case taken back.
-	for i, j := range jobs {
-		if j.delivered.Load() {
-			br.b.Claim(i)
-		}
-	}
+	br.takeBackDelivered()
 	e.runBatch(w, br, args, obs)
 	var leftover []*scoreJob
 	for i, j := range jobs {
@@ -598,23 +576,14 @@ func (e *Engine) newRun(jobs []*scoreJob, copyJobs bool) (*batchRun, bool) {
 	return &batchRun{e: e, b: b, jobs: jobs, tokenBase: cpython.NewTokens(len(jobs))}, true
 }
 
-// maxSpare bounds the finished batches kept for reuse.
-const maxSpare = 64
-
 // getBatch returns a batch for n cases, reusing a finished one when it can:
 // a stream then allocates no C memory per batch.
 func (e *Engine) getBatch(n int) (*cpython.Batch, error) {
-	e.spareMu.Lock()
-	if k := len(e.spare); k > 0 {
-		b := e.spare[k-1]
-		e.spare = e.spare[:k-1]
-		e.spareMu.Unlock()
+	if b := e.batches.take(&e.spareMu); b != nil {
 		if b.Reset(n) {
 			return b, nil
 		}
 		b.Free()
-	} else {
-		e.spareMu.Unlock()
 	}
 	b, err := cpython.NewBatch(max(n, maxBatch))
 	if err == nil && !b.Reset(n) {
@@ -625,24 +594,20 @@ func (e *Engine) getBatch(n int) (*cpython.Batch, error) {
 
 // putBatch keeps a finished batch for reuse, or frees it.
 func (e *Engine) putBatch(b *cpython.Batch) {
-	e.spareMu.Lock()
-	if !e.closed.Load() && len(e.spare) < maxSpare {
-		e.spare = append(e.spare, b)
-		e.spareMu.Unlock()
-		return
+	if !e.batches.keep(&e.spareMu, b) {
+		b.Free()
 	}
-	e.spareMu.Unlock()
-	b.Free()
 }
 
-// freeSpare frees the kept batches, once the engine is closed.
+// freeSpare frees the kept batches once the engine is closed; from then on
+// putBatch frees them at once.
 func (e *Engine) freeSpare() {
 	e.spareMu.Lock()
 	defer e.spareMu.Unlock()
-	for _, b := range e.spare {
+	for _, b := range e.batches.items {
 		b.Free()
 	}
-	e.spare = nil
+	e.batches = spares[cpython.Batch]{}
 }
 
 // runBatch scores br on w's thread and returns how many cases finished.
@@ -678,6 +643,16 @@ func (e *Engine) runBatch(w *worker, br *batchRun, args *cpython.BatchArgs, obs 
 		e.avgCase.Store(int64(per)) // racing workers may drop an update; it is only a size hint
 	}
 	return finished
+}
+
+// takeBackDelivered claims the cases whose caller gave up while the batch
+// formed: they will not run.
+func (br *batchRun) takeBackDelivered() {
+	for i, j := range br.jobs {
+		if j.delivered.Load() {
+			br.b.Claim(i)
+		}
+	}
 }
 
 // free gives the batch back for reuse, once; a canceller holding br then
