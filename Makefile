@@ -40,7 +40,9 @@ asan: deps
 
 # Go benchmarks of the engine paths (for benchstat), and the side-by-side CLI bench.
 bench: deps
-	$(GO) test -run='^$$' -bench=. -benchtime=200000x -count=5 ./engine
+	$(GO) test -run='^$$' -bench='Score|PythonLoop|Ratio|Workers/cpu' -benchtime=200000x -count=5 ./engine
+	$(GO) test -run='^$$' -bench='Workers/sleep|JudgeWorkers' -benchtime=2s ./engine
+	$(GO) test -run='^$$' -bench=ScoreBatchC -benchtime=2000000x -count=3 ./cpython
 
 bench-cli: build
 	python3 -c "import sys; l=open('$(EXAMPLE)/cases.jsonl').read().splitlines(); open('bin/big.jsonl','w').write(''.join(l[i%len(l)]+'\n' for i in range(200000)))"
