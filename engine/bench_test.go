@@ -164,17 +164,7 @@ func BenchmarkScoreAllFile(b *testing.B) {
 	e, err := Open(Options{Metric: exactMatch})
 	require.NoError(b, err)
 	defer e.Close()
-	f, err := os.Open("../testdata/exact_match/cases.jsonl")
-	require.NoError(b, err)
-	defer f.Close()
-	var base []Case
-	for cr := NewCaseReader(f); ; {
-		c, err := cr.Next()
-		if err != nil {
-			break
-		}
-		base = append(base, c)
-	}
+	base := readCases(b, "../testdata/exact_match/cases.jsonl")
 	// 50,000 cases, as make bench-cli's skynet bench, streamed again and
 	// again (the heap stays the size of one pass).
 	cases := make([]Case, 50_000)

@@ -37,7 +37,7 @@ func open(t *testing.T, opts Options) *Engine {
 	return e
 }
 
-func readCases(t *testing.T, path string) []Case {
+func readCases(t testing.TB, path string) []Case {
 	t.Helper()
 	f, err := os.Open(path)
 	require.NoError(t, err)

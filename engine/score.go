@@ -377,10 +377,6 @@ func (e *Engine) outcomeResult(j *scoreJob) Result {
 		r.Feedback = pe.Error()
 		return r
 	}
-	if p, ok := value.(*cpython.ScorePair); ok { // the common shape, already checked in C
-		r.Score, r.Feedback, r.Scores = p.Score, p.Feedback, p.Scores
-		return r
-	}
 	rv, err := validateReturn(value)
 	if err != nil {
 		msg := fmt.Sprintf("%s: %s: %v", caseName(id), CheckReturnValue, err)
