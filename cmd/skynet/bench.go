@@ -240,10 +240,7 @@ func benchCases(path string, n int) ([]engine.Case, [][]byte, error) {
 // embeddedPython is the python executable of the CPython build the engine
 // embeds, so that every path runs the same interpreter build.
 func embeddedPython() (string, error) {
-	var path string
-	var perr error
-	err := cpython.WithGIL(func(g *cpython.GIL) {
-		mod, err := g.ExecModule("_skynet_bench_python", "<bench>", `
+	v, err := callPython("_skynet_bench_python", `
 import os, sys
 def find():
     v = sys.version_info
@@ -252,29 +249,38 @@ def find():
         if os.access(p, os.X_OK):
             return p
     return ""
-`)
-		if err != nil {
-			perr = err
-			return
-		}
-		defer g.Release(mod)
-		fn, err := g.Attr(mod, "find")
-		if err != nil {
-			perr = err
-			return
-		}
-		defer g.Release(fn)
-		v, err := g.CallValue(fn)
-		path, _ = v.(string)
-		perr = err
-	})
-	if err == nil {
-		err = perr
-	}
+`, "find")
+	path, _ := v.(string)
 	if err == nil && path == "" {
 		err = errors.New("cannot find the embedded CPython's python executable; pass --python")
 	}
 	return path, err
+}
+
+// callPython runs source as module name in the embedded interpreter and
+// returns what its function fn returns for args.
+func callPython(name, source, fn string, args ...any) (any, error) {
+	var v any
+	var ferr error
+	err := cpython.WithGIL(func(g *cpython.GIL) {
+		mod, err := g.ExecModule(name, "<bench>", source)
+		if err != nil {
+			ferr = err
+			return
+		}
+		defer g.Release(mod)
+		f, err := g.Attr(mod, fn)
+		if err != nil {
+			ferr = err
+			return
+		}
+		defer g.Release(f)
+		v, ferr = g.CallValue(f, args...)
+	})
+	if err == nil {
+		err = ferr
+	}
+	return v, err
 }
 
 type bench struct {
@@ -311,11 +317,8 @@ func (b *bench) engine() (float64, error) {
 // engine's argument cache hands score when cases repeat (as --data cycled
 // to --cases does): a stricter reference, reported beside the bar.
 func (b *bench) pythonLoop(shared bool) (float64, error) {
-	var ns float64
-	var ferr error
 	payload, _ := json.Marshal(rawLines(b.lines))
-	err := cpython.WithGIL(func(g *cpython.GIL) {
-		mod, err := g.ExecModule("_skynet_bench_loop", "<bench>", `
+	v, err := callPython("_skynet_bench_loop", `
 import importlib.util, inspect, json, time
 def loop(metric, payload, shared):
     spec = importlib.util.spec_from_file_location("_skynet_bench_metric", metric)
@@ -337,25 +340,8 @@ def loop(metric, payload, shared):
     for args in prepared:
         score(*args)
     return (time.perf_counter_ns() - start) / len(prepared)
-`)
-		if err != nil {
-			ferr = err
-			return
-		}
-		defer g.Release(mod)
-		fn, err := g.Attr(mod, "loop")
-		if err != nil {
-			ferr = err
-			return
-		}
-		defer g.Release(fn)
-		v, err := g.CallValue(fn, b.metric, string(payload), shared)
-		ns, _ = v.(float64)
-		ferr = err
-	})
-	if err == nil {
-		err = ferr
-	}
+`, "loop", b.metric, string(payload), shared)
+	ns, _ := v.(float64)
 	return ns, err
 }
 
