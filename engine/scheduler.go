@@ -219,14 +219,7 @@ func (j *scoreJob) deliverSlot(v cpython.SlotView) bool {
 	} else {
 		data = append([]byte(nil), v.Data...)
 	}
-	if !j.program && !v.RunFailed && len(v.Logs) == 0 {
-		// The common case, set in place: j.out is still zero (only the first
-		// deliverer gets here).
-		o := &j.out
-		o.ok, o.raw, o.cut, o.elapsed, o.runTime = v.OK, data, v.Cut, v.Elapsed, v.RunTime
-		return true
-	}
-	j.out = slotToOutcome(v, data, j.program)
+	j.out.fromSlot(v, data, j.program) // in place: j.out is still zero, only the first deliverer gets here
 	return true
 }
 
@@ -669,13 +662,15 @@ func (br *batchRun) free() {
 // slotOutcome copies a finished slot out of C memory.
 func slotOutcome(b *cpython.Batch, i int, program bool) outcome {
 	v := b.Slot(i)
-	return slotToOutcome(v, append([]byte(nil), v.Data...), program)
+	var o outcome
+	o.fromSlot(v, append([]byte(nil), v.Data...), program)
+	return o
 }
 
-// slotToOutcome reads a finished slot whose data was copied to data. A
-// program case carries run's output before score's value or error.
-func slotToOutcome(v cpython.SlotView, data []byte, program bool) outcome {
-	o := outcome{ok: v.OK, raw: data, cut: v.Cut, elapsed: v.Elapsed, runTime: v.RunTime}
+// fromSlot fills a zero outcome from a finished slot whose data was copied
+// to data. A program case carries run's output before score's value or error.
+func (o *outcome) fromSlot(v cpython.SlotView, data []byte, program bool) {
+	o.ok, o.raw, o.cut, o.elapsed, o.runTime = v.OK, data, v.Cut, v.Elapsed, v.RunTime
 	if len(v.Logs) > 0 {
 		o.logs = string(v.Logs)
 	}
@@ -690,7 +685,6 @@ func slotToOutcome(v cpython.SlotView, data []byte, program bool) outcome {
 		}
 		o.output, o.raw = out, rest
 	}
-	return o
 }
 
 // requeue puts jobs back in the queue for any worker, without blocking the
