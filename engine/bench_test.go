@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"iter"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -184,27 +185,40 @@ func BenchmarkScoreAllFile(b *testing.B) {
 }
 
 // BenchmarkJudgeWorkers: a judge metric whose model answers in 50 ms, for
-// 1, 8 and 64 workers; cases/s should approach workers / 50 ms.
+// 1 to 256 workers; cases/s should approach workers / 50 ms. The model
+// answers in memory (the engine and llm client alone, as with a remote
+// model) or over loopback HTTP from a server in this process, whose
+// network stack and handlers share the host's cores with the engine.
 func BenchmarkJudgeWorkers(b *testing.B) {
-	for _, workers := range []int{1, 8, 64, 256} {
-		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
-			j := newJudge(b, 50*time.Millisecond)
-			c, err := llm.New(llm.Config{ReflectionModel: "openai/m", BaseURL: j.URL + "/v1", MaxInFlight: 256})
-			require.NoError(b, err)
-			e, err := Open(Options{Metric: "../testdata/judge/metric.py", LLM: c, Workers: workers})
-			require.NoError(b, err)
-			defer e.Close()
-			judged := Case{ID: "j", Input: map[string]any{"question": "2+2?"}, Output: "4"}
-			b.ResetTimer()
-			start := time.Now()
-			for _, r := range e.ScoreAll(ctx, repeatCase(judged, b.N), 0) {
-				if r.Err != nil {
-					b.Fatal(r.Err)
+	const latency = 50 * time.Millisecond
+	for _, model := range []string{"memory", "http"} {
+		for _, workers := range []int{1, 8, 64, 256} {
+			b.Run(fmt.Sprintf("model=%s/workers=%d", model, workers), func(b *testing.B) {
+				j := newJudge(b, latency)
+				cfg := llm.Config{ReflectionModel: "openai/m", BaseURL: j.URL + "/v1", MaxInFlight: 256}
+				if model == "memory" {
+					cfg.HTTPClient = &http.Client{Transport: judgeTransport(latency)}
 				}
-			}
-			rate := float64(b.N) / time.Since(start).Seconds()
-			b.ReportMetric(rate, "cases/s")
-			b.ReportMetric(rate/(float64(workers)/0.05), "of-ideal")
-		})
+				c, err := llm.New(cfg)
+				require.NoError(b, err)
+				e, err := Open(Options{Metric: "../testdata/judge/metric.py", LLM: c, Workers: workers})
+				require.NoError(b, err)
+				defer e.Close()
+				judged := Case{ID: "j", Input: map[string]any{"question": "2+2?"}, Output: "4"}
+				b.ResetTimer()
+				start := time.Now()
+				for _, r := range e.ScoreAll(ctx, repeatCase(judged, b.N), 0) {
+					if r.Err != nil {
+						b.Fatal(r.Err)
+					}
+					if r.Score != 1 {
+						b.Fatalf("judged %v: %s", r.Score, r.Feedback)
+					}
+				}
+				rate := float64(b.N) / time.Since(start).Seconds()
+				b.ReportMetric(rate, "cases/s")
+				b.ReportMetric(rate/(float64(workers)/latency.Seconds()), "of-ideal")
+			})
+		}
 	}
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -43,17 +44,47 @@ func newJudge(t testing.TB, delay time.Duration) *judgeServer {
 			return
 		}
 		time.Sleep(j.delay)
-		input := req.Messages[len(req.Messages)-1].Content
-		verdict := "FAIL. The answer is wrong."
-		for _, good := range []string{"Answer: 4", "Paris", "Yes"} {
-			if strings.Contains(input, good) {
-				verdict = "PASS. The answer is right."
-			}
-		}
-		fmt.Fprintf(w, `{"choices": [{"message": {"content": %q}}], "usage": {"prompt_tokens": 30, "completion_tokens": 6}}`, verdict)
+		fmt.Fprint(w, judgeReply(req.Messages[len(req.Messages)-1].Content))
 	}))
 	t.Cleanup(j.Close)
 	return j
+}
+
+// judgeReply is the fake judge's chat-completions reply to a prompt.
+func judgeReply(input string) string {
+	verdict := "FAIL. The answer is wrong."
+	for _, good := range []string{"Answer: 4", "Paris", "Yes"} {
+		if strings.Contains(input, good) {
+			verdict = "PASS. The answer is right."
+		}
+	}
+	return fmt.Sprintf(`{"choices": [{"message": {"content": %q}}], "usage": {"prompt_tokens": 30, "completion_tokens": 6}}`, verdict)
+}
+
+// judgeTransport is the fake judge without the network: each request is
+// answered after delay by judgeReply, in memory. It measures the engine and
+// the llm client alone, as a remote model's server costs this host nothing.
+type judgeTransport time.Duration
+
+func (d judgeTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	var req struct {
+		Messages []struct{ Content string } `json:"messages"`
+	}
+	err := json.NewDecoder(r.Body).Decode(&req)
+	r.Body.Close()
+	if err != nil || len(req.Messages) == 0 {
+		return nil, fmt.Errorf("judge transport: bad request: %v", err)
+	}
+	t := time.NewTimer(time.Duration(d))
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-r.Context().Done():
+		return nil, r.Context().Err()
+	}
+	body := judgeReply(req.Messages[len(req.Messages)-1].Content)
+	return &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"application/json"}},
+		Body: io.NopCloser(strings.NewReader(body)), ContentLength: int64(len(body)), Request: r}, nil
 }
 
 func judgeClient(t *testing.T, j *judgeServer) *llm.Client {
