@@ -43,6 +43,8 @@ bench: deps
 	$(GO) test -run='^$$' -bench='Score|PythonLoop|Ratio|Workers/cpu' -benchtime=200000x -count=5 ./engine
 	$(GO) test -run='^$$' -bench='Workers/sleep|JudgeWorkers' -benchtime=2s ./engine
 	$(GO) test -run='^$$' -bench=ScoreBatchC -benchtime=2000000x -count=3 ./cpython
+	@echo "ScoreAllFile on one CPU: the stream's two threads share it"
+	taskset -c 0 $(GO) test -run='^$$' -bench=ScoreAllFile -benchtime=300000x -count=3 ./engine
 
 bench-cli: build
 	python3 -c "import sys; l=open('$(EXAMPLE)/cases.jsonl').read().splitlines(); open('bin/big.jsonl','w').write(''.join(l[i%len(l)]+'\n' for i in range(200000)))"
