@@ -374,7 +374,19 @@ func SplitObject(src []byte, members []Member) ([]Member, error) {
 			p.i++
 			p.space()
 			start := p.i
-			keyStr := string(key)
+			var keyStr string
+			switch string(key) { // a case file's keys, without allocating
+			case "id":
+				keyStr = "id"
+			case "input":
+				keyStr = "input"
+			case "output":
+				keyStr = "output"
+			case "expected":
+				keyStr = "expected"
+			default:
+				keyStr = string(key)
+			}
 			p.out = p.out[:0]
 			if err := p.value(1); err != nil {
 				return members, err

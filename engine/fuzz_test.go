@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -18,6 +19,7 @@ func FuzzParseCase(f *testing.F) {
 		`{"input": {}, "output": 1, "observation": {"run_ms": -1}}`,
 		`{"id": 7, "input": {}, "output": [1, {"a": "\ud800"}]}`,
 		`{"input": [], "output": 1}`, `[1]`, `{"input": {}`, "\xff", `{"id": {}, "input": {}, "output": 1}`,
+		`{"id": "a\"b\u00e9\n", "input": {}, "output": 1}`, `{"id": "plain é", "input": {}, "output": 1}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -31,6 +33,13 @@ func FuzzParseCase(f *testing.F) {
 			return
 		}
 		require.NotNil(t, c.Input)
+		// A string id reads as encoding/json reads it, escaped or not.
+		var withID struct{ ID json.RawMessage }
+		if json.Unmarshal(line, &withID) == nil && len(withID.ID) > 0 && withID.ID[0] == '"' {
+			var id string
+			require.NoError(t, json.Unmarshal(withID.ID, &id))
+			require.Equal(t, id, c.ID)
+		}
 	})
 }
 
