@@ -107,6 +107,7 @@ type Engine struct {
 	closing    sync.Once
 	closed     atomic.Bool
 	avgCase    atomic.Int64 // moving average of a case's time in ns, sizes batches
+	avgIdle    atomic.Int64 // moving average of how long an idle worker waited for work, in ns
 	scoreCalls atomic.Int64
 	mode       cpython.Mode
 	wedge      atomic.Pointer[Wedge]

@@ -39,6 +39,9 @@ const (
 	// A spinner that has waited this long yields its vCPU (see spinUntil):
 	// a batch ends every few µs while both threads run.
 	yieldAfter = 10 * time.Microsecond
+	// An idle worker parks at once while work has been arriving this far
+	// apart on average: a wake-up (a few µs) is cheaper than polling.
+	maxPollIdle = 40 * time.Microsecond
 )
 
 // Job states: a queued job is taken into a batch or abandoned by its caller.
@@ -324,16 +327,18 @@ func (e *Engine) workerLoop(w *worker) {
 	for {
 		first := e.popFront()
 		if first == nil {
+			idle := time.Now()
 			first = e.poll()
-		}
-		for first == nil {
-			select {
-			case first = <-e.jobs:
-			case <-e.frontReady:
-				first = e.popFront()
-			case <-e.quit:
-				return
+			for first == nil {
+				select {
+				case first = <-e.jobs:
+				case <-e.frontReady:
+					first = e.popFront()
+				case <-e.quit:
+					return
+				}
 			}
+			e.noteIdle(time.Since(idle))
 		}
 		if first.group != nil && len(first.jobs) <= e.batchSize() {
 			e.runParcel(w, first)
@@ -355,6 +360,11 @@ func (e *Engine) poll() *parcel {
 	if time.Duration(e.avgCase.Load()) > spinFor/8 {
 		return nil // slow cases (model calls): many idle workers spinning would only burn the CPU
 	}
+	if time.Duration(e.avgIdle.Load()) > maxPollIdle {
+		// Work comes slower than a wake-up costs (a case file's parser
+		// feeding the stream): spinning would take the CPU the feeder needs.
+		return nil
+	}
 	var p *parcel
 	spinUntil(func() bool {
 		select {
@@ -365,6 +375,15 @@ func (e *Engine) poll() *parcel {
 		return p != nil
 	})
 	return p
+}
+
+// noteIdle adds how long a worker waited for work to the moving average
+// poll consults.
+func (e *Engine) noteIdle(d time.Duration) {
+	if old := time.Duration(e.avgIdle.Load()); old > 0 {
+		d = (old*7 + d) / 8
+	}
+	e.avgIdle.Store(int64(d)) // racing workers may drop an update; it is only a hint
 }
 
 // callModel makes an llm() call for case i of w's running batch, on the
