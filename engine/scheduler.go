@@ -378,8 +378,12 @@ func (e *Engine) poll() *parcel {
 }
 
 // noteIdle adds how long a worker waited for work to the moving average
-// poll consults.
+// poll consults. A wait longer than spinFor is a pause between streams, not
+// the pace of one, and is left out.
 func (e *Engine) noteIdle(d time.Duration) {
+	if d > spinFor {
+		return
+	}
 	if old := time.Duration(e.avgIdle.Load()); old > 0 {
 		d = (old*7 + d) / 8
 	}
