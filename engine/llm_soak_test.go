@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,12 +22,7 @@ import (
 // the error counts match the faults injected, and RSS stays flat. The
 // default is a short run for make test; SKYNET_LLM_SOAK=100000 is the full one.
 func TestModelFaultSoak(t *testing.T) {
-	total := 2000
-	if v := os.Getenv("SKYNET_LLM_SOAK"); v != "" {
-		n, err := strconv.Atoi(v)
-		require.NoError(t, err)
-		total = n
-	}
+	total := soakCases(t, "SKYNET_LLM_SOAK", 2000)
 	var mu sync.Mutex
 	seen429 := map[string]bool{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -33,16 +33,23 @@ func rssKB(t testing.TB) int {
 	return 0
 }
 
+// soakCases is how many cases a soak scores: the number in the environment
+// variable name, or def for the short run make test does.
+func soakCases(t *testing.T, name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	require.NoError(t, err, "%s", name)
+	return n
+}
+
 // TestSoak scores many cases and holds RSS flat: after warming up on 10,000
 // cases it may grow by at most 5 MB however many more follow. The default is
 // a short run for make test; SKYNET_SOAK=1000000 is the full soak (make soak).
 func TestSoak(t *testing.T) {
-	total := 200_000
-	if v := os.Getenv("SKYNET_SOAK"); v != "" {
-		n, err := strconv.Atoi(v)
-		require.NoError(t, err)
-		total = n
-	}
+	total := soakCases(t, "SKYNET_SOAK", 200_000)
 	e := open(t, Options{Metric: writeMetric(t, `
 def score(input, output, expected=None):
     ok = output == expected["label"]
