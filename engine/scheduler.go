@@ -67,11 +67,7 @@ type scoreJob struct {
 	out       outcome
 	run       atomic.Pointer[batchRun] // the batch taking it job by job
 	index     int                      // within run
-	inline    [inlineRaw]byte          // holds out.raw when it fits: most outcomes are a short score record
 }
-
-// inlineRaw fits the common (score, {"feedback": short text}) outcome.
-const inlineRaw = 80
 
 // parcel is a run of queued jobs. A group's own parcel also holds every
 // job's arguments, encoded one after another by the submitter, so that a
@@ -222,20 +218,24 @@ func (j *scoreJob) deliver(o outcome) bool {
 	return true
 }
 
-// deliverSlot is deliver for an outcome a batch finished: it is copied out
-// of the batch's C memory into the job. The caller settles the group's
-// counts (settle) for the jobs it delivered, once per group.
-func (j *scoreJob) deliverSlot(v cpython.SlotView) bool {
+// deliverSlot is deliver for an outcome a batch finished, read out of the
+// batch's C memory: the common score record is decoded on the spot (strs
+// makes its strings), anything else is copied for the caller to decode. The
+// caller settles the group's counts (settle) for the jobs it delivered,
+// once per group.
+func (j *scoreJob) deliverSlot(v cpython.SlotView, strs func([]byte) string) bool {
 	if !j.delivered.CompareAndSwap(false, true) {
 		return false
 	}
-	var data []byte
-	if len(v.Data) <= inlineRaw {
-		data = j.inline[:copy(j.inline[:], v.Data):len(v.Data)]
-	} else {
-		data = append([]byte(nil), v.Data...)
+	// In place: j.out is still zero, only the first deliverer gets here.
+	if v.OK && !j.program {
+		if p, ok, _ := cpython.DecodeScorePair(v.Data, strs); ok {
+			j.out.fromSlot(v, nil, false)
+			j.out.scored, j.out.pair = true, p
+			return true
+		}
 	}
-	j.out.fromSlot(v, data, j.program) // in place: j.out is still zero, only the first deliverer gets here
+	j.out.fromSlot(v, append([]byte(nil), v.Data...), j.program)
 	return true
 }
 
@@ -258,6 +258,8 @@ type outcome struct {
 	runTime time.Duration
 	ok      bool   // raw is an encoded value, else an encoded Python error
 	raw     []byte // undecoded: the waiting caller decodes, off the worker's path
+	scored  bool   // the common score record, decoded into pair (raw is nil)
+	pair    cpython.ScorePair
 	err     error
 	logs    string
 	cut     bool
@@ -529,7 +531,7 @@ func (e *Engine) runParcel(w *worker, p *parcel) {
 func (e *Engine) finish(br *batchRun) {
 	n := 0
 	for i, j := range br.jobs {
-		if v := br.b.Slot(i); v.State == cpython.SlotDone && j.deliverSlot(v) {
+		if v := br.b.Slot(i); v.State == cpython.SlotDone && j.deliverSlot(v, e.str) {
 			n++
 		}
 	}
@@ -574,7 +576,7 @@ func (e *Engine) runJobs(w *worker, jobs []*scoreJob) {
 	for i, j := range jobs {
 		switch v := br.b.Slot(i); v.State {
 		case cpython.SlotDone:
-			if j.deliverSlot(v) {
+			if j.deliverSlot(v, e.str) {
 				j.g.settle(1)
 			}
 		case cpython.SlotPending: // the budget ran out before it started

@@ -350,6 +350,10 @@ func (e *Engine) outcomeResult(j *scoreJob) Result {
 		r.Feedback = "run raised " + pe.Error()
 		return r
 	}
+	if o.scored {
+		r.Score, r.Feedback, r.Scores = o.pair.Score, o.pair.Feedback, o.pair.Scores
+		return r
+	}
 	if o.ok && o.err == nil {
 		// The common shape, already checked in C, read without boxing.
 		p, ok, err := cpython.DecodeScorePair(o.raw, e.str)
