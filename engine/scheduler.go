@@ -219,23 +219,13 @@ func (j *scoreJob) deliver(o outcome) bool {
 }
 
 // deliverSlot is deliver for an outcome a batch finished, read out of the
-// batch's C memory: the common score record is decoded on the spot (strs
-// makes its strings), anything else is copied for the caller to decode. The
-// caller settles the group's counts (settle) for the jobs it delivered,
-// once per group.
+// batch's C memory (fromSlot). The caller settles the group's counts
+// (settle) for the jobs it delivered, once per group.
 func (j *scoreJob) deliverSlot(v cpython.SlotView, strs func([]byte) string) bool {
 	if !j.delivered.CompareAndSwap(false, true) {
 		return false
 	}
-	// In place: j.out is still zero, only the first deliverer gets here.
-	if v.OK && !j.program {
-		if p, ok, _ := cpython.DecodeScorePair(v.Data, strs); ok {
-			j.out.fromSlot(v, nil, false)
-			j.out.scored, j.out.pair = true, p
-			return true
-		}
-	}
-	j.out.fromSlot(v, append([]byte(nil), v.Data...), j.program)
+	j.out.fromSlot(v, j.program, strs) // in place: j.out is still zero, only the first deliverer gets here
 	return true
 }
 
@@ -257,7 +247,7 @@ type outcome struct {
 	output  []byte // encoded output of run (program cases)
 	runTime time.Duration
 	ok      bool   // raw is an encoded value, else an encoded Python error
-	raw     []byte // undecoded: the waiting caller decodes, off the worker's path
+	raw     []byte // undecoded: the waiting caller decodes it
 	scored  bool   // the common score record, decoded into pair (raw is nil)
 	pair    cpython.ScorePair
 	err     error
@@ -697,32 +687,50 @@ func (br *batchRun) free() {
 	}
 }
 
-// slotOutcome copies a finished slot out of C memory.
-func slotOutcome(b *cpython.Batch, i int, program bool) outcome {
-	v := b.Slot(i)
+// slotOutcome reads a finished slot out of C memory.
+func slotOutcome(b *cpython.Batch, i int, program bool, strs func([]byte) string) outcome {
 	var o outcome
-	o.fromSlot(v, append([]byte(nil), v.Data...), program)
+	o.fromSlot(b.Slot(i), program, strs)
 	return o
 }
 
-// fromSlot fills a zero outcome from a finished slot whose data was copied
-// to data. A program case carries run's output before score's value or error.
-func (o *outcome) fromSlot(v cpython.SlotView, data []byte, program bool) {
-	o.ok, o.raw, o.cut, o.elapsed, o.runTime = v.OK, data, v.Cut, v.Elapsed, v.RunTime
+// fromSlot fills a zero outcome from a finished slot, the one place that
+// reads a slot's data: the common score record is decoded on the spot
+// (strs makes its strings), anything else is copied for the waiting caller
+// to decode. A program case carries run's output before score's value or
+// error.
+func (o *outcome) fromSlot(v cpython.SlotView, program bool, strs func([]byte) string) {
+	o.ok, o.cut, o.elapsed, o.runTime = v.OK, v.Cut, v.Elapsed, v.RunTime
 	if len(v.Logs) > 0 {
 		o.logs = string(v.Logs)
 	}
+	data, copied := v.Data, false
 	switch {
 	case v.RunFailed:
 		o.runErr = true
 	case program:
+		data, copied = append([]byte(nil), data...), true // the output is kept
 		out, rest, err := cpython.SplitValue(data)
 		if err != nil {
-			o.err = fmt.Errorf("internal error: undecodable output: %v", err)
-			break
+			o.raw, o.err = data, fmt.Errorf("internal error: undecodable output: %v", err)
+			return
 		}
-		o.output, o.raw = out, rest
+		o.output, data = out, rest
 	}
+	if o.ok && !o.runErr {
+		p, ok, err := cpython.DecodeScorePair(data, strs)
+		if ok {
+			o.scored, o.pair = true, p
+			return
+		}
+		if err != nil {
+			o.err = fmt.Errorf("internal error: undecodable outcome: %v", err)
+		}
+	}
+	if !copied {
+		data = append([]byte(nil), data...)
+	}
+	o.raw = data
 }
 
 // requeue puts jobs back in the queue for any worker, without blocking the
@@ -864,7 +872,7 @@ func (e *Engine) watch(w *worker) {
 	for i, j := range br.jobs {
 		switch {
 		case i < cur && br.b.State(i) == cpython.SlotDone:
-			j.deliver(slotOutcome(br.b, i, j.program))
+			j.deliver(slotOutcome(br.b, i, j.program, e.str))
 		case i > cur && br.b.Claim(i):
 			rest = append(rest, j)
 		}

@@ -316,7 +316,7 @@ func logsOf(o outcome) string {
 func (e *Engine) result(j *scoreJob) Result {
 	r := e.outcomeResult(j)
 	r.Observation = j.obs
-	if j.program && j.out.runTime >= 0 && j.out.raw != nil {
+	if j.program && j.out.runTime >= 0 && (j.out.raw != nil || j.out.scored) { // read from a batch, so run was timed
 		ms := float64(j.out.runTime) / 1e6
 		r.Observation.RunMS = &ms
 	}
@@ -350,20 +350,9 @@ func (e *Engine) outcomeResult(j *scoreJob) Result {
 		r.Feedback = "run raised " + pe.Error()
 		return r
 	}
-	if o.scored {
+	if o.scored { // the common shape, checked in C and read without boxing (fromSlot)
 		r.Score, r.Feedback, r.Scores = o.pair.Score, o.pair.Feedback, o.pair.Scores
 		return r
-	}
-	if o.ok && o.err == nil {
-		// The common shape, already checked in C, read without boxing.
-		p, ok, err := cpython.DecodeScorePair(o.raw, e.str)
-		if ok {
-			r.Score, r.Feedback, r.Scores = p.Score, p.Feedback, p.Scores
-			return r
-		}
-		if err != nil {
-			o.err = fmt.Errorf("internal error: undecodable outcome: %v", err)
-		}
 	}
 	value, err := o.value()
 	if err != nil && o.err == nil {
