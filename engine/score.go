@@ -295,7 +295,7 @@ func (e *Engine) stream(ctx context.Context, cases iter.Seq[Case], window int, a
 }
 
 // value decodes what the call returned, or its Python error.
-func (o outcome) value() (any, error) {
+func (o *outcome) value() (any, error) {
 	if o.err != nil {
 		return nil, o.err
 	}
@@ -305,7 +305,7 @@ func (o outcome) value() (any, error) {
 	return cpython.DecodeOutcome(o.ok, o.raw)
 }
 
-func logsOf(o outcome) string {
+func logsOf(o *outcome) string {
 	if o.cut {
 		return o.logs + "\n[skynet: output truncated]\n"
 	}
@@ -333,11 +333,13 @@ func (e *Engine) result(j *scoreJob) Result {
 }
 
 func (e *Engine) outcomeResult(j *scoreJob) Result {
-	o := j.out
+	o, id := &j.out, j.id
+	if o.scored { // the common shape, checked in C and read without boxing (fromSlot)
+		return Result{ID: id, Score: o.pair.Score, Feedback: o.pair.Feedback, Scores: o.pair.Scores, Logs: logsOf(o), Duration: o.elapsed}
+	}
 	if o.final != nil {
 		return *o.final
 	}
-	id := j.id
 	if o.kind != "" {
 		r := failed(id, o.kind, fmt.Sprintf("%s: %s", caseName(id), o.why))
 		r.Duration = o.elapsed
@@ -350,18 +352,11 @@ func (e *Engine) outcomeResult(j *scoreJob) Result {
 		r.Feedback = "run raised " + pe.Error()
 		return r
 	}
-	if o.scored { // the common shape, checked in C and read without boxing (fromSlot)
-		r.Score, r.Feedback, r.Scores = o.pair.Score, o.pair.Feedback, o.pair.Scores
-		return r
-	}
-	value, err := o.value()
-	if err != nil && o.err == nil {
-		o.err = err
-	}
-	if o.err != nil {
-		pe, ok := cpython.AsError(o.err)
+	value, err := o.value() // o.err first, when the outcome was decided without a value
+	if err != nil {
+		pe, ok := cpython.AsError(err)
 		if !ok {
-			r.Err = &CaseError{Kind: KindException, Message: o.err.Error()}
+			r.Err = &CaseError{Kind: KindException, Message: err.Error()}
 			r.Feedback = r.Err.Message
 			return r
 		}
