@@ -214,7 +214,11 @@ static int classify(PyObject *o) {
 
 // arg returns a new reference to the value in [p, end), reusing the cached
 // object for id when it is still unchanged.
-static PyObject *arg(sky_argcache *c, int32_t id, const char *p, const char *end) {
+// The argument's bytes are at in + offsets[at], up to the next offset (the
+// last to inlen); they are only looked at when the cache cannot answer, so a
+// hit reads nothing the submitter wrote but the id.
+static PyObject *arg(sky_argcache *c, int32_t id, const char *in, size_t inlen, const size_t *offsets,
+                     size_t at, size_t total) {
     sky_cache_entry *en = NULL;
     if (c && id >= 0) {
         if (id >= c->cap) {
@@ -236,7 +240,7 @@ static PyObject *arg(sky_argcache *c, int32_t id, const char *p, const char *end
         }
         Py_CLEAR(en->obj); // modified by an earlier call: rebuild
     }
-    const char *q = p;
+    const char *q = in + offsets[at], *end = in + (at + 1 < total ? offsets[at + 1] : inlen);
     PyObject *o = sky_decode(&q, end, 0); // new ref
     if (!o) return NULL;
     if (q != end) {
@@ -440,8 +444,7 @@ int sky_score_batch(sky_scratch *s, sky_batch *b, PyObject *fn, PyObject *run, i
         slot->run_ns = -1;
         for (int k = 0; k < nargs && ok; k++) {
             size_t at = (size_t)i * nargs + k;
-            size_t end = at + 1 < total ? offsets[at + 1] : inlen;
-            args[k] = arg(cache, ids ? ids[at] : -1, in + offsets[at], in + end);
+            args[k] = arg(cache, ids ? ids[at] : -1, in, inlen, offsets, at, total);
             ok = args[k] != NULL;
         }
         sky_scratch *saved_capture;
