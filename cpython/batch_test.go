@@ -1,7 +1,6 @@
 package cpython
 
 import (
-	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -64,7 +63,7 @@ def score(input, output, expected=None):
 			p, ok, err := DecodeScorePair(v.Data, nil)
 			require.NoError(t, err)
 			require.True(t, ok)
-			require.Equal(t, want[i], p.Feedback, fmt.Sprintf("run %d case %d", run, i))
+			require.Equal(t, want[i], p.Feedback, "run %d case %d", run, i)
 			require.Equal(t, float64(i+1), p.Score)
 		}
 		b.Free()
