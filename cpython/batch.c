@@ -98,7 +98,6 @@ void sky_batch_free(sky_batch *b) {
     free(b);
 }
 
-// reserve returns n bytes of slot data in the batch's chunks.
 // sky_batch_reset makes a finished batch ready for n new cases, keeping its
 // newest data chunk, so a stream of batches allocates nothing.
 int sky_batch_reset(sky_batch *b, int n) {
@@ -122,6 +121,7 @@ int sky_batch_reset(sky_batch *b, int n) {
     return 1;
 }
 
+// reserve returns n bytes of slot data in the batch's chunks.
 static char *reserve(sky_batch *b, size_t n) {
     sky_chunk *c = b->chunks;
     if (!c || c->len + n > c->cap) {
@@ -212,11 +212,10 @@ static int classify(PyObject *o) {
     return KIND_FLAT_DICT;
 }
 
-// arg returns a new reference to the value in [p, end), reusing the cached
-// object for id when it is still unchanged.
-// The argument's bytes are at in + offsets[at], up to the next offset (the
-// last to inlen); they are only looked at when the cache cannot answer, so a
-// hit reads nothing the submitter wrote but the id.
+// arg returns a new reference to argument at, reusing the cached object for
+// id when it is still unchanged. Its bytes are at in + offsets[at], up to the
+// next offset (the last to inlen); only a miss reads them, so a hit touches
+// nothing the submitter wrote but the id.
 static PyObject *arg(sky_argcache *c, int32_t id, const char *in, size_t inlen, const size_t *offsets,
                      size_t at, size_t total) {
     sky_cache_entry *en = NULL;

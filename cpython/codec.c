@@ -41,16 +41,12 @@ static int buf_u64(sky_buf *b, uint64_t v) {
     return buf_put(b, tmp, 8);
 }
 
-int sky_buf_put_raw(sky_buf *b, const void *p, size_t n) { return buf_put(b, p, n); }
-
 char *sky_buf_reserve(sky_buf *b, size_t n) {
     if (buf_grow(b, n) < 0) return NULL;
     char *d = b->data + b->len;
     b->len += n;
     return d;
 }
-int sky_buf_put_u64(sky_buf *b, uint64_t v) { return buf_u64(b, v); }
-int sky_buf_put_uvarint(sky_buf *b, uint64_t v) { return buf_uvarint(b, v); }
 
 // sky_buf_put_str writes an untagged string (length + bytes), cutting very long
 // ones at a UTF-8 boundary and appending a marker so the cut is visible.

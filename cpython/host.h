@@ -149,10 +149,7 @@ int64_t sky_now_ns(void);
 PyObject *sky_decode(const char **p, const char *end, int depth);
 int sky_encode(sky_buf *b, PyObject *o, int depth);
 int sky_buf_put_str(sky_buf *b, const char *s, size_t n);
-int sky_buf_put_raw(sky_buf *b, const void *p, size_t n);
 char *sky_buf_reserve(sky_buf *b, size_t n); // n bytes appended, to be written; NULL: no memory
-int sky_buf_put_u64(sky_buf *b, uint64_t v);
-int sky_buf_put_uvarint(sky_buf *b, uint64_t v);
 void sky_fetch_error(sky_buf *out);
 void sky_fetch_error_append(sky_buf *out);
 
