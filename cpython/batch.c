@@ -269,23 +269,10 @@ typedef struct {
     size_t size;      // of the record
 } score_pair;
 
-static size_t uvarint_len(uint64_t v) {
-    size_t n = 1;
-    while (v >= 0x80) { v >>= 7; n++; }
-    return n;
-}
-
-static char *put_uvarint(char *p, uint64_t v) {
-    while (v >= 0x80) { *p++ = (char)(v | 0x80); v >>= 7; }
-    *p++ = (char)v;
-    return p;
-}
-
 static char *put_f64(char *p, double d) {
     uint64_t bits;
     memcpy(&bits, &d, 8);
-    for (int i = 0; i < 8; i++) p[i] = (char)(bits >> (8 * i)); // little-endian, as Go reads it
-    return p + 8;
+    return sky_put_u64(p, bits);
 }
 
 // utf8 views a str's UTF-8 without a copy; NULL (error cleared) if it has none.
@@ -343,7 +330,7 @@ static int score_pair_of(PyObject *res, score_pair *p) {
     }
     if (!fb || !PyUnicode_CheckExact(fb)) return 0;
     if (!(p->feedback = utf8(fb, &p->feedback_len)) || (size_t)p->feedback_len > (1u << 20)) return 0;
-    size_t size = 1 + 8 + uvarint_len((uint64_t)p->feedback_len) + (size_t)p->feedback_len;
+    size_t size = 1 + 8 + sky_uvarint_len((uint64_t)p->feedback_len) + (size_t)p->feedback_len;
     Py_ssize_t nscores = 0;
     if (p->scores) {
         if (!PyDict_CheckExact(p->scores)) return 0;
@@ -353,10 +340,10 @@ static int score_pair_of(PyObject *res, score_pair *p) {
             double d;
             Py_ssize_t kn;
             if (!PyUnicode_CheckExact(k) || !number(x, &d) || !utf8(k, &kn) || kn > (1 << 20)) return 0;
-            size += uvarint_len((uint64_t)kn) + (size_t)kn + 8;
+            size += sky_uvarint_len((uint64_t)kn) + (size_t)kn + 8;
         }
     }
-    p->size = size + uvarint_len((uint64_t)nscores);
+    p->size = size + sky_uvarint_len((uint64_t)nscores);
     return 1;
 }
 
@@ -364,17 +351,17 @@ static int score_pair_of(PyObject *res, score_pair *p) {
 static void put_score_pair(char *d, const score_pair *p) {
     *d++ = 'R';
     d = put_f64(d, p->score);
-    d = put_uvarint(d, (uint64_t)p->feedback_len);
+    d = sky_put_uvarint(d, (uint64_t)p->feedback_len);
     memcpy(d, p->feedback, (size_t)p->feedback_len);
     d += p->feedback_len;
-    d = put_uvarint(d, p->scores ? (uint64_t)PyDict_GET_SIZE(p->scores) : 0);
+    d = sky_put_uvarint(d, p->scores ? (uint64_t)PyDict_GET_SIZE(p->scores) : 0);
     Py_ssize_t pos = 0, kn;
     PyObject *k, *x;
     while (p->scores && PyDict_Next(p->scores, &pos, &k, &x)) { // checked by score_pair_of
         double v;
         const char *ks = utf8(k, &kn);
         number(x, &v);
-        d = put_uvarint(d, (uint64_t)kn);
+        d = sky_put_uvarint(d, (uint64_t)kn);
         memcpy(d, ks, (size_t)kn);
         d = put_f64(d + kn, v);
     }

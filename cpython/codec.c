@@ -27,25 +27,25 @@ static int buf_put(sky_buf *b, const void *p, size_t n) {
 
 static int buf_byte(sky_buf *b, char c) { return buf_put(b, &c, 1); }
 
-static int buf_uvarint(sky_buf *b, uint64_t v) {
-    unsigned char tmp[10];
-    int n = 0;
-    while (v >= 0x80) { tmp[n++] = (unsigned char)(v | 0x80); v >>= 7; }
-    tmp[n++] = (unsigned char)v;
-    return buf_put(b, tmp, n);
-}
-
-static int buf_u64(sky_buf *b, uint64_t v) {
-    unsigned char tmp[8];
-    for (int i = 0; i < 8; i++) tmp[i] = (unsigned char)(v >> (8 * i));
-    return buf_put(b, tmp, 8);
-}
-
 char *sky_buf_reserve(sky_buf *b, size_t n) {
     if (buf_grow(b, n) < 0) return NULL;
     char *d = b->data + b->len;
     b->len += n;
     return d;
+}
+
+static int buf_uvarint(sky_buf *b, uint64_t v) {
+    char *d = sky_buf_reserve(b, sky_uvarint_len(v));
+    if (!d) return -1;
+    sky_put_uvarint(d, v);
+    return 0;
+}
+
+static int buf_u64(sky_buf *b, uint64_t v) {
+    char *d = sky_buf_reserve(b, 8);
+    if (!d) return -1;
+    sky_put_u64(d, v);
+    return 0;
 }
 
 // sky_buf_put_str writes an untagged string (length + bytes), cutting very long

@@ -153,4 +153,23 @@ char *sky_buf_reserve(sky_buf *b, size_t n); // n bytes appended, to be written;
 void sky_fetch_error(sky_buf *out);
 void sky_fetch_error_append(sky_buf *out);
 
+// The value buffer's two number encodings, written to memory the caller
+// sized: shared by the codec's buffer writers and the batch's score record.
+static inline size_t sky_uvarint_len(uint64_t v) {
+    size_t n = 1;
+    while (v >= 0x80) { v >>= 7; n++; }
+    return n;
+}
+
+static inline char *sky_put_uvarint(char *p, uint64_t v) {
+    while (v >= 0x80) { *p++ = (char)(v | 0x80); v >>= 7; }
+    *p++ = (char)v;
+    return p;
+}
+
+static inline char *sky_put_u64(char *p, uint64_t v) {
+    for (int i = 0; i < 8; i++) p[i] = (char)(v >> (8 * i)); // little-endian, as Go reads it
+    return p + 8;
+}
+
 #endif
