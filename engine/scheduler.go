@@ -497,17 +497,8 @@ func (e *Engine) runParcel(w *worker, p *parcel) {
 	if int(g.remaining.Load()) != len(p.jobs) {
 		br.takeBackDelivered()
 	}
-	finished := e.runBatch(w, br, &p.args, p.obs)
-	if finished < len(p.jobs) {
-		var leftover []*scoreJob
-		for i, j := range p.jobs {
-			if br.b.Slot(i).State == cpython.SlotPending && br.b.Claim(i) {
-				leftover = append(leftover, j)
-			}
-		}
-		if len(leftover) > 0 {
-			e.requeue(leftover)
-		}
+	if finished := e.runBatch(w, br, &p.args, p.obs); finished < len(p.jobs) {
+		e.requeue(br.takeBackUnstarted())
 	}
 	g.batch = br
 	if g.handoff.CompareAndSwap(0, handedOver) {
@@ -562,23 +553,14 @@ func (e *Engine) runJobs(w *worker, jobs []*scoreJob) {
 	w.obs = obs
 	br.takeBackDelivered()
 	e.runBatch(w, br, args, obs)
-	var leftover []*scoreJob
 	for i, j := range jobs {
-		switch v := br.b.Slot(i); v.State {
-		case cpython.SlotDone:
-			if j.deliverSlot(v, e.str) {
-				j.g.settle(1)
-			}
-		case cpython.SlotPending: // the budget ran out before it started
-			if br.b.Claim(i) {
-				leftover = append(leftover, j)
-			}
+		if v := br.b.Slot(i); v.State == cpython.SlotDone && j.deliverSlot(v, e.str) {
+			j.g.settle(1)
 		}
 	}
+	leftover := br.takeBackUnstarted()
 	br.free()
-	if len(leftover) > 0 {
-		e.requeue(leftover)
-	}
+	e.requeue(leftover)
 }
 
 // newRun allocates the batch for jobs (copied when the caller reuses the
@@ -676,6 +658,18 @@ func (br *batchRun) takeBackDelivered() {
 	}
 }
 
+// takeBackUnstarted claims the cases the batch did not start (its budget
+// ran out, or its worker is stuck before them) and returns their jobs.
+func (br *batchRun) takeBackUnstarted() []*scoreJob {
+	var jobs []*scoreJob
+	for i, j := range br.jobs {
+		if br.b.Slot(i).State == cpython.SlotPending && br.b.Claim(i) {
+			jobs = append(jobs, j)
+		}
+	}
+	return jobs
+}
+
 // free gives the batch back for reuse, once; a canceller holding br then
 // leaves it alone.
 func (br *batchRun) free() {
@@ -740,6 +734,9 @@ func (o *outcome) fromSlot(v cpython.SlotView, program bool, strs func([]byte) s
 // rest of a group is scored before later groups, so results stream in
 // order instead of arriving all at the end.
 func (e *Engine) requeue(jobs []*scoreJob) {
+	if len(jobs) == 0 {
+		return
+	}
 	jobs = append([]*scoreJob(nil), jobs...)
 	for _, j := range jobs {
 		j.run.Store(nil)
@@ -868,18 +865,12 @@ func (e *Engine) watch(w *worker) {
 	}
 	// Stuck outside Python bytecode: give up on this worker.
 	w.retired.Store(true)
-	var rest []*scoreJob
-	for i, j := range br.jobs {
-		switch {
-		case i < cur && br.b.State(i) == cpython.SlotDone:
+	for i, j := range br.jobs[:cur] {
+		if br.b.State(i) == cpython.SlotDone {
 			j.deliver(slotOutcome(br.b, i, j.program, e.str))
-		case i > cur && br.b.Claim(i):
-			rest = append(rest, j)
 		}
 	}
-	if len(rest) > 0 {
-		e.requeue(rest)
-	}
+	e.requeue(br.takeBackUnstarted())
 	if !e.closed.Load() {
 		e.startWorker()
 	}
