@@ -1,6 +1,9 @@
 package cpython
 
 import (
+	"encoding/binary"
+	"math"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -68,4 +71,67 @@ def score(input, output, expected=None):
 		}
 		b.Free()
 	}
+}
+
+// scorePairSlow is DecodeScorePair through the general decoder only.
+func scorePairSlow(b []byte) (ScorePair, bool, error) {
+	if len(b) == 0 || b[0] != 'R' {
+		return ScorePair{}, false, nil
+	}
+	d := decoder{b: b, i: 1}
+	p, err := d.scorePair()
+	if err == nil && d.i != len(b) {
+		err = errTruncated
+	}
+	return p, err == nil, err
+}
+
+// TestDecodeScorePair covers the usual record (read by a shortcut) and the
+// ones the shortcut leaves to the general decoder.
+func TestDecodeScorePair(t *testing.T) {
+	record := func(score float64, feedback string, scores ...any) []byte {
+		b := binary.LittleEndian.AppendUint64([]byte{'R'}, math.Float64bits(score))
+		b = binary.AppendUvarint(b, uint64(len(feedback)))
+		b = append(b, feedback...)
+		b = binary.AppendUvarint(b, uint64(len(scores)/2))
+		for i := 0; i < len(scores); i += 2 {
+			name := scores[i].(string)
+			b = binary.AppendUvarint(b, uint64(len(name)))
+			b = append(b, name...)
+			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(scores[i+1].(float64)))
+		}
+		return b
+	}
+	long := strings.Repeat("x", 200) // a two-byte length
+	for _, c := range []struct {
+		b        []byte
+		score    float64
+		feedback string
+		scores   map[string]float64
+	}{
+		{record(1, "Correct."), 1, "Correct.", nil},
+		{record(0.5, ""), 0.5, "", nil},
+		{record(-2, "é and \x00"), -2, "é and \x00", nil},
+		{record(1, long), 1, long, nil},
+		{record(0.25, "ok", "a", 1.0, "b", 0.5), 0.25, "ok", map[string]float64{"a": 1, "b": 0.5}},
+	} {
+		p, ok, err := DecodeScorePair(c.b, func(b []byte) string { return string(b) })
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, ScorePair{Score: c.score, Feedback: c.feedback, Scores: c.scores}, p)
+	}
+	for _, bad := range [][]byte{
+		append(record(1, "ok"), 0),          // trailing byte
+		record(1, "ok")[:12],                // cut in the feedback
+		record(1, "ok", "a", 1.0)[:14],      // cut in the scores
+		append(record(1, "ok")[:12], 1),     // one score named, none there
+		{'R', 0, 0, 0, 0, 0, 0, 0xf0, 0x3f}, // no feedback
+	} {
+		_, ok, err := DecodeScorePair(bad, nil)
+		require.False(t, ok, "%q", bad)
+		require.Error(t, err, "%q", bad)
+	}
+	_, ok, err := DecodeScorePair([]byte("s\x02ok"), nil)
+	require.False(t, ok)
+	require.NoError(t, err, "another value is not an error")
 }

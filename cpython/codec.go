@@ -498,6 +498,17 @@ func DecodeScorePair(b []byte, strs func([]byte) string) (p ScorePair, ok bool, 
 	if len(b) == 0 || b[0] != 'R' {
 		return p, false, nil
 	}
+	// The usual record, a short feedback and no named scores, read directly:
+	// this runs once per case on the stream's thread.
+	if len(b) >= 11 && b[9] < 0x80 && int(b[9])+11 == len(b) && b[len(b)-1] == 0 {
+		p.Score = math.Float64frombits(binary.LittleEndian.Uint64(b[1:9]))
+		if text := b[10 : len(b)-1]; strs != nil {
+			p.Feedback = strs(text)
+		} else {
+			p.Feedback = string(text)
+		}
+		return p, true, nil
+	}
 	d := decoder{b: b, i: 1, strs: strs}
 	if p, err = d.scorePair(); err != nil {
 		return p, false, err

@@ -2,6 +2,7 @@ package cpython
 
 import (
 	"encoding/json"
+	"math"
 	"testing"
 	"unicode/utf8"
 
@@ -66,8 +67,20 @@ func FuzzDecode(f *testing.F) {
 	}
 	f.Add([]byte{'l', 0xff, 0xff, 0xff, 0xff, 0x0f})
 	f.Add([]byte{'R', 0, 0, 0, 0, 0, 0, 0xf0, 0x3f, 2, 'o', 'k', 1, 1, 'a'})
+	f.Add([]byte{'R', 0, 0, 0, 0, 0, 0, 0xf0, 0x3f, 2, 'o', 'k', 0})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		Decode(b)
+		// DecodeScorePair's shortcut for the usual record reads what the
+		// general decoder reads.
+		p, ok, err := DecodeScorePair(b, nil)
+		want, wantOK, wantErr := scorePairSlow(b)
+		require.Equal(t, wantOK, ok)
+		require.Equal(t, wantErr == nil, err == nil)
+		if ok {
+			require.Equal(t, math.Float64bits(want.Score), math.Float64bits(p.Score))
+			require.Equal(t, want.Feedback, p.Feedback)
+			require.Equal(t, want.Scores, p.Scores)
+		}
 	})
 }
 
