@@ -175,3 +175,35 @@ def score(input, output, expected=None):
 		}
 	}
 }
+
+// Every result carries its case's observation back, whichever path made it:
+// a score pair, another return value, an exception, an input error.
+func TestResultsCarryTheirObservation(t *testing.T) {
+	e := open(t, Options{Metric: writeMetric(t, `
+def score(input, output, expected=None):
+    if output == "raise":
+        raise ValueError("no")
+    if output == "extra":
+        return 0.5, {"feedback": "ok", "note": 1}
+    return 1.0, {"feedback": "ok"}
+`)})
+	var cases []Case
+	for i, out := range []string{"pair", "extra", "raise", "pair"} {
+		cost, calls := float64(i)+0.5, int64(i)
+		cases = append(cases, Case{ID: fmt.Sprint(i), Input: map[string]any{}, Output: out,
+			Observation: Observation{CostUSD: &cost, ModelCalls: &calls}})
+	}
+	cost := 9.0
+	cases = append(cases, Case{ID: "bad", Output: "pair", Observation: Observation{CostUSD: &cost}}) // no input
+	check := func(c Case, r Result) {
+		require.Equal(t, c.ID, r.ID)
+		require.NotNil(t, r.Observation.CostUSD, "case %s", c.ID)
+		require.Equal(t, *c.Observation.CostUSD, *r.Observation.CostUSD, "case %s", c.ID)
+	}
+	for i, r := range e.ScoreAll(ctx, sliceSeq(cases), 0) {
+		check(cases[i], r)
+	}
+	for _, c := range cases {
+		check(c, e.Score(ctx, c))
+	}
+}

@@ -35,22 +35,31 @@ func (e *Engine) encodeArgs(c *Case, a *cpython.BatchArgs, artifact *prepared, m
 		a.IDs = append(a.IDs, artifact.id)
 		a.Buf = append(a.Buf, artifact.args...)
 	}
-	if err := e.appendArg(a, c.Input, memo, "input"); err != nil {
+	if err := e.appendArg(a, c.Input, memo, argInput); err != nil {
 		return err
 	}
 	if artifact == nil {
-		if err := e.appendArg(a, c.Output, memo, "output"); err != nil {
+		if err := e.appendArg(a, c.Output, memo, argOutput); err != nil {
 			return err
 		}
 	}
 	if e.nargs == 3 {
-		return e.appendArg(a, c.Expected, memo, "expected")
+		return e.appendArg(a, c.Expected, memo, argExpected)
 	}
 	return nil
 }
 
+// The arguments of score, named in errors by argNames.
+const (
+	argInput = iota
+	argOutput
+	argExpected
+)
+
+var argNames = [...]string{"input", "output", "expected"}
+
 // appendArg appends one argument value with its ArgCache id.
-func (e *Engine) appendArg(a *cpython.BatchArgs, v any, memo *jsonMemo, name string) error {
+func (e *Engine) appendArg(a *cpython.BatchArgs, v any, memo *jsonMemo, arg int) error {
 	start := len(a.Buf)
 	id := int32(-1)
 	var err error
@@ -63,12 +72,12 @@ func (e *Engine) appendArg(a *cpython.BatchArgs, v any, memo *jsonMemo, name str
 		id = e.cache.ID(a.Buf[start:])
 	}
 	if err != nil {
-		return fmt.Errorf("%s: %w", name, err)
+		return fmt.Errorf("%s: %w", argNames[arg], err)
 	}
 	switch t := a.Buf[start]; {
-	case name == "input" && t != 'd':
+	case arg == argInput && t != 'd':
 		return fmt.Errorf("input must be a dict of the case's input fields, got %s", tagName(t))
-	case name == "expected" && t != 'd' && t != 'N':
+	case arg == argExpected && t != 'd' && t != 'N':
 		return fmt.Errorf("expected must be a dict of output columns or null, got %s", tagName(t))
 	}
 	a.Offsets = append(a.Offsets, uint64(start))
@@ -110,7 +119,7 @@ func (e *Engine) Score(ctx context.Context, c Case) Result {
 // prepare encodes a case into j; a case that cannot be encoded gets its
 // input error delivered at once.
 func (e *Engine) prepare(ctx context.Context, j *scoreJob, c *Case, artifact *prepared, memo *jsonMemo) {
-	j.id, j.ctx = c.ID, ctx
+	j.id, j.ctx, j.obs = c.ID, ctx, c.Observation // an input error's result carries it back too
 	if c.invalid != nil {
 		r := failed(c.ID, KindInput, c.invalid.Error())
 		j.deliver(outcome{final: &r})
@@ -121,7 +130,6 @@ func (e *Engine) prepare(ctx context.Context, j *scoreJob, c *Case, artifact *pr
 		j.deliver(outcome{final: &r})
 		return
 	}
-	j.obs = c.Observation
 	if artifact != nil {
 		// The observation of a program case comes from measuring run, not
 		// from the caller.
@@ -314,6 +322,10 @@ func logsOf(o *outcome) string {
 
 // result turns a finished job's outcome into a Result.
 func (e *Engine) result(j *scoreJob) Result {
+	if o := &j.out; o.scored && !j.program { // the common shape, built in place
+		return Result{ID: j.id, Score: o.pair.Score, Feedback: o.pair.Feedback, Scores: o.pair.Scores,
+			Logs: logsOf(o), Duration: o.elapsed, Observation: j.obs}
+	}
 	r := e.outcomeResult(j)
 	r.Observation = j.obs
 	if j.program && j.out.runTime >= 0 && (j.out.raw != nil || j.out.scored) { // read from a batch, so run was timed
@@ -334,7 +346,7 @@ func (e *Engine) result(j *scoreJob) Result {
 
 func (e *Engine) outcomeResult(j *scoreJob) Result {
 	o, id := &j.out, j.id
-	if o.scored { // the common shape, checked in C and read without boxing (fromSlot)
+	if o.scored { // a program case's score pair (result builds the others in place)
 		return Result{ID: id, Score: o.pair.Score, Feedback: o.pair.Feedback, Scores: o.pair.Scores, Logs: logsOf(o), Duration: o.elapsed}
 	}
 	if o.final != nil {
