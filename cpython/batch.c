@@ -118,6 +118,7 @@ int sky_batch_reset(sky_batch *b, int n) {
     b->started_ns = 0;
     b->phase = 0;
     b->budget_ns = 0;
+    b->took_ns = 0;
     return 1;
 }
 
@@ -488,6 +489,7 @@ int sky_score_batch(sky_scratch *s, sky_batch *b, PyObject *fn, PyObject *run, i
         now = clock_now(&clock);
         slot->status = rc;
         slot->elapsed_ns = now - start;
+        b->took_ns += slot->elapsed_ns;
         if (direct) {
             slot->data = direct;
             slot->len = pair_size;

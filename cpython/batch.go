@@ -69,6 +69,10 @@ func (b *Batch) Claim(i int) bool { return C.sky_slot_claim(b.b, C.int(i)) != 0 
 // State is case i's slot state.
 func (b *Batch) State(i int) int { return int(C.sky_slot_state(b.b, C.int(i))) }
 
+// Took is the time the cases finished so far took together (each case's
+// Elapsed); read it once ScoreBatch has returned.
+func (b *Batch) Took() time.Duration { return time.Duration(b.b.took_ns) }
+
 // Current returns the case running now (-1 when none) and how long it has run.
 func (b *Batch) Current() (int, time.Duration) {
 	var started C.int64_t

@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -60,6 +61,12 @@ def score(input, output, expected=None):
 		b, err := NewBatch(len(calls))
 		require.NoError(t, err)
 		require.Equal(t, len(calls), c.ScoreBatch(b, fn, nil, 3, &args, cache, NewTokens(len(calls)), 0, 0, 0))
+		var took time.Duration
+		for i := range calls {
+			took += b.Slot(i).Elapsed
+		}
+		require.Positive(t, took)
+		require.Equal(t, took, b.Took(), "Took sums the cases' times")
 		for i := range calls {
 			v := b.Slot(i)
 			require.True(t, v.OK, "run %d case %d: %s", run, i, v.Data)
@@ -69,6 +76,8 @@ def score(input, output, expected=None):
 			require.Equal(t, want[i], p.Feedback, "run %d case %d", run, i)
 			require.Equal(t, float64(i+1), p.Score)
 		}
+		require.True(t, b.Reset(len(calls)))
+		require.Zero(t, b.Took(), "a reset batch has taken no time")
 		b.Free()
 	}
 }

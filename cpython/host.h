@@ -106,6 +106,7 @@ typedef struct {
     int64_t started_ns;        // when its current phase started, CLOCK_MONOTONIC (atomic)
     int phase;                 // SKY_PHASE_* of the case running (atomic)
     int64_t budget_ns;         // stop starting new cases after this long (0: no limit)
+    int64_t took_ns;           // the finished cases' elapsed_ns, summed (written by the scoring thread)
     int n;
     int cap;                   // slots allocated (a reused batch may hold fewer cases)
     sky_slot slots[];

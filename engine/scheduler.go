@@ -633,13 +633,7 @@ func (e *Engine) runBatch(w *worker, br *batchRun, args *cpython.BatchArgs, obs 
 	if finished > 0 {
 		// The cases' own times, not the call's: waiting for the GIL while
 		// another worker holds it must not shrink the batches.
-		var took time.Duration
-		for i := range br.jobs {
-			if v := br.b.Slot(i); v.State == cpython.SlotDone {
-				took += v.Elapsed
-			}
-		}
-		per := took / time.Duration(finished)
+		per := br.b.Took() / time.Duration(finished)
 		if old := time.Duration(e.avgCase.Load()); old > 0 {
 			per = (old*3 + per) / 4
 		}
