@@ -41,6 +41,11 @@ type benchReport struct {
 	// Samples are every run's ns/case per path, in run order: the spread
 	// the medians hide on a noisy machine.
 	Samples map[string][]float64 `json:"samples"`
+	// CoreRoundTripNS is, per run, how long a cache line took to go from
+	// one CPU to another and back (coreRoundTrip), measured just before the
+	// run; absent where it cannot be measured. The engine's two threads
+	// hand work over at that cost, the Python loop never does.
+	CoreRoundTripNS []float64 `json:"core_round_trip_ns,omitempty"`
 }
 
 // The SPEC §6 bars each ratio is held to.
@@ -111,7 +116,11 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 
 	b := &bench{e: e, cases: cases, lines: lines, python: *python, metric: *metric, worker: worker}
 	samples := map[string][]float64{}
+	var roundTrips []float64
 	for r := 0; r < *runs; r++ {
+		if rt, ok := coreRoundTrip(); ok {
+			roundTrips = append(roundTrips, float64(rt.Nanoseconds()))
+		}
 		steps := []struct {
 			name string
 			fn   func() (float64, error)
@@ -147,7 +156,8 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 			samples[s.name] = append(samples[s.name], ns)
 		}
 	}
-	rep := benchReport{Cases: *n, Runs: *runs, NSPerCase: map[string]float64{}, Ratios: map[string]float64{}, Bars: map[string]bool{}, Samples: samples}
+	rep := benchReport{Cases: *n, Runs: *runs, NSPerCase: map[string]float64{}, Ratios: map[string]float64{}, Bars: map[string]bool{}, Samples: samples,
+		CoreRoundTripNS: roundTrips}
 	for k, v := range samples {
 		rep.NSPerCase[k] = median(v)
 	}
@@ -197,6 +207,11 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "  %-32s %10.2f   (no bar: the loop's equal cases share objects, as the engine's cache does)\n",
 		"engine_vs_python_loop_shared", rep.Ratios["engine_vs_python_loop_shared"])
+	if len(roundTrips) > 0 {
+		fmt.Fprintf(stdout, "\n  cross-core round trip %.0f ns (median of %d runs; on the README's 2-vCPU VM about 110 ns\n"+
+			"  when its host is quiet, 400-600 when busy: the engine hands work between two CPUs, the loop uses one)\n",
+			median(roundTrips), len(roundTrips))
+	}
 	return exitOK
 }
 

@@ -271,4 +271,8 @@ func TestBenchReport(t *testing.T) {
 		assert.Contains(t, rep.Bars, bar.name)
 	}
 	assert.InDelta(t, rep.NSPerCase["engine"]/rep.NSPerCase["python_loop"], rep.Ratios["engine_vs_python_loop"], 1e-9)
+	if _, ok := coreRoundTrip(); ok { // this machine can measure it, so the command did too
+		require.Len(t, rep.CoreRoundTripNS, rep.Runs)
+		assert.Greater(t, rep.CoreRoundTripNS[0], 0.0)
+	}
 }
