@@ -26,9 +26,9 @@ const (
 
 func newInternTable() *internTable { return &internTable{seed: rand.Uint64()} }
 
-// hash mixes the length with the first, middle and last 8 bytes of b. It is
-// a third of the cost of maphash on these short texts (it was a sixth of the
-// stream's own time per case); texts it confuses only miss the table.
+// hash mixes the length with the first, middle and last 8 bytes of b: on
+// these short texts it saved ~16 of the stream's ~175 ns per case against
+// maphash. Texts it confuses only miss the table.
 func (t *internTable) hash(b []byte) uint64 {
 	n := len(b)
 	var first, mid, last uint64
