@@ -322,9 +322,8 @@ func logsOf(o *outcome) string {
 
 // result turns a finished job's outcome into a Result.
 func (e *Engine) result(j *scoreJob) Result {
-	if o := &j.out; o.scored && !j.program { // the common shape, built in place
-		return Result{ID: j.id, Score: o.pair.Score, Feedback: o.pair.Feedback, Scores: o.pair.Scores,
-			Logs: logsOf(o), Duration: o.elapsed, Observation: j.obs}
+	if j.out.scored && !j.program { // the common shape, built in place
+		return scoredResult(j)
 	}
 	r := e.outcomeResult(j)
 	r.Observation = j.obs
@@ -344,10 +343,18 @@ func (e *Engine) result(j *scoreJob) Result {
 	return r
 }
 
+// scoredResult is the Result of a job whose outcome is the common score
+// record (outcome.scored).
+func scoredResult(j *scoreJob) Result {
+	o := &j.out
+	return Result{ID: j.id, Score: o.pair.Score, Feedback: o.pair.Feedback, Scores: o.pair.Scores,
+		Logs: logsOf(o), Duration: o.elapsed, Observation: j.obs}
+}
+
 func (e *Engine) outcomeResult(j *scoreJob) Result {
 	o, id := &j.out, j.id
-	if o.scored { // a program case's score pair (result builds the others in place)
-		return Result{ID: id, Score: o.pair.Score, Feedback: o.pair.Feedback, Scores: o.pair.Scores, Logs: logsOf(o), Duration: o.elapsed}
+	if o.scored { // a program case's score pair; result builds the others itself
+		return scoredResult(j)
 	}
 	if o.final != nil {
 		return *o.final
