@@ -2,7 +2,8 @@
 // thread runs an untrusted call (sky_thread.untrusted), it refuses process
 // creation, signals to other processes, ctypes, and writes outside the
 // allowed directories. The hook is process-wide and cannot be removed, so
-// it is installed once and checks the calling thread's flag.
+// it is installed once and checks the calling thread's flag. Audit hooks
+// added before start-up serve every interpreter, sub-interpreters too.
 #include "host.h"
 #include <fcntl.h>
 #include <limits.h>
@@ -101,7 +102,7 @@ int sky_take_cwd_moved(void) { return __atomic_exchange_n(&cwd_moved, 0, __ATOMI
 
 static int audit_hook(const char *event, PyObject *args, void *data) {
     if (event[0] == 'o' && strcmp(event, "os.chdir") == 0) __atomic_store_n(&cwd_moved, 1, __ATOMIC_RELEASE);
-    sky_thread *t = sky_current_thread_if_any();
+    sky_thread *t = sky_current_thread();
     // A thread Skynet did not make (no sky_thread) was started by Python
     // code: once untrusted code has run, it may be untrusted code's.
     int untrusted = t ? t->untrusted : __atomic_load_n(&any_untrusted, __ATOMIC_RELAXED);

@@ -165,12 +165,16 @@ int64_t sky_batch_current(sky_batch *b, int64_t *started_ns) {
 
 enum { KIND_NONE = 0, KIND_IMMUTABLE = 1, KIND_FLAT_DICT = 2, KIND_UNCACHEABLE = 3 };
 
-sky_argcache *sky_argcache_new(void) { return calloc(1, sizeof(sky_argcache)); }
+sky_argcache *sky_argcache_new(sky_interp *in) {
+    sky_argcache *c = calloc(1, sizeof(sky_argcache));
+    if (c) c->in = in;
+    return c;
+}
 
 // sky_argcache_free drops the cached objects; it takes the GIL itself.
 void sky_argcache_free(sky_argcache *c) {
     if (!c) return;
-    int entered = sky_enter();
+    int entered = sky_enter(c->in);
     for (int32_t i = 0; i < c->cap; i++) Py_XDECREF(c->e[i].obj);
     sky_leave(entered);
     free(c->e);
@@ -301,13 +305,7 @@ static int number(PyObject *x, double *d) {
     return isfinite(*d);
 }
 
-static int score_pair_of(PyObject *res, score_pair *p) {
-    static PyObject *k_feedback, *k_scores;
-    if (!k_feedback) {
-        k_feedback = PyUnicode_InternFromString("feedback"); // kept forever
-        k_scores = PyUnicode_InternFromString("scores");     // kept forever
-        if (!k_feedback || !k_scores) { PyErr_Clear(); return 0; }
-    }
+static int score_pair_of(sky_interp *in, PyObject *res, score_pair *p) {
     PyObject *v, *side;
     if (PyTuple_CheckExact(res) && PyTuple_GET_SIZE(res) == 2) {
         v = PyTuple_GET_ITEM(res, 0);
@@ -325,8 +323,8 @@ static int score_pair_of(PyObject *res, score_pair *p) {
     p->scores = NULL;
     Py_ssize_t pos = 0;
     while (PyDict_Next(side, &pos, &k, &x)) {
-        if (is_key(k, k_feedback, "feedback")) fb = x;
-        else if (is_key(k, k_scores, "scores")) p->scores = x;
+        if (is_key(k, in->k_feedback, "feedback")) fb = x;
+        else if (is_key(k, in->k_scores, "scores")) p->scores = x;
         else return 0; // other keys: the full path passes them through
     }
     if (!fb || !PyUnicode_CheckExact(fb)) return 0;
@@ -369,9 +367,9 @@ static void put_score_pair(char *d, const score_pair *p) {
 }
 
 // buf_score_pair appends res's record to out if res is a score pair.
-static int buf_score_pair(sky_buf *out, PyObject *res) {
+static int buf_score_pair(sky_interp *in, sky_buf *out, PyObject *res) {
     score_pair p;
-    if (!score_pair_of(res, &p)) return 0;
+    if (!score_pair_of(in, res, &p)) return 0;
     char *d = sky_buf_reserve(out, p.size);
     if (!d) { PyErr_Clear(); return 0; }
     put_score_pair(d, &p);
@@ -403,9 +401,10 @@ int sky_score_batch(sky_scratch *s, sky_batch *b, PyObject *fn, PyObject *run, i
                     sky_argcache *cache, uint64_t token_base, int flags, uintptr_t context) {
     int capture = flags & SKY_CAPTURE;
     if (nargs < 0 || nargs > SKY_MAX_ARGS || (run && nargs < 2)) return 0;
-    int entered = sky_enter();
+    int entered = sky_enter(s->in);
     if (entered < 0) return 0;
     sky_thread *t = sky_current_thread();
+    sky_interp *interp = s->in;
     batch_clock clock;
     clock_begin(&clock);
     int64_t begin = clock.ns0, now = begin;
@@ -463,7 +462,7 @@ int sky_score_batch(sky_scratch *s, sky_batch *b, PyObject *fn, PyObject *run, i
             t->phase = SKY_PHASE_SCORE;
             t->run_ns = -1;
             score_pair pair;
-            if (!output && res && score_pair_of(res, &pair) && (direct = reserve(b, pair.size))) {
+            if (!output && res && score_pair_of(interp, res, &pair) && (direct = reserve(b, pair.size))) {
                 put_score_pair(direct, &pair); // straight into the slot: the common case
                 pair_size = pair.size;
                 rc = SKY_OK;
@@ -471,7 +470,7 @@ int sky_score_batch(sky_scratch *s, sky_batch *b, PyObject *fn, PyObject *run, i
                 if (output && sky_encode(&s->out, output, 0) < 0) {
                     rc = SKY_RUNERR; // the output cannot be reported: say so as a run error
                     Py_CLEAR(res);
-                } else if (res && (buf_score_pair(&s->out, res) || sky_encode(&s->out, res, 0) == 0)) {
+                } else if (res && (buf_score_pair(interp, &s->out, res) || sky_encode(&s->out, res, 0) == 0)) {
                     rc = SKY_OK;
                 }
             }

@@ -13,6 +13,7 @@ import (
 	"math"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 )
@@ -200,7 +201,7 @@ func (c *Caller) ScoreBatch(b *Batch, fn, run *Object, nargs int, args *BatchArg
 	}
 	var cc *C.sky_argcache
 	if cache != nil {
-		cc = cache.c
+		cc = cache.objects(c.s.in)
 	}
 	var rp *C.PyObject
 	if run != nil {
@@ -216,9 +217,10 @@ func (c *Caller) ScoreBatch(b *Batch, fn, run *Object, nargs int, args *BatchArg
 // for them are reused across calls (see sky_argcache), and remembers the
 // encoding of repeated JSON texts. A value is admitted the second time it is
 // seen: a stream of values that never repeat costs a little bookkeeping and
-// no memory. Safe for concurrent use.
+// no memory. Safe for concurrent use. Ids are shared by every interpreter;
+// each interpreter keeps its own objects for them.
 type ArgCache struct {
-	c        *C.sky_argcache
+	cs       [MaxInterpreters]atomic.Pointer[C.sky_argcache] // by interpreter index, made on first use
 	mu       sync.Mutex
 	ids      map[string]int32    // encoded value -> id
 	json     map[string]jsonMemo // JSON text -> its encoding and id
@@ -239,12 +241,25 @@ const maxSeen = 1 << 16
 
 // NewArgCache keeps at most maxBytes of values; later ones are not cached.
 func NewArgCache(maxBytes int) (*ArgCache, error) {
-	c := C.sky_argcache_new()
-	if c == nil {
-		return nil, errors.New("cpython: out of memory")
-	}
-	return &ArgCache{c: c, ids: map[string]int32{}, json: map[string]jsonMemo{}, seen: map[uint64]struct{}{},
+	return &ArgCache{ids: map[string]int32{}, json: map[string]jsonMemo{}, seen: map[uint64]struct{}{},
 		seed: maphash.MakeSeed(), maxBytes: maxBytes}, nil
+}
+
+// objects is interpreter in's C cache, or nil when it cannot be made (the
+// batch then runs uncached).
+func (a *ArgCache) objects(in *C.sky_interp) *C.sky_argcache {
+	slot := &a.cs[in.index]
+	if c := slot.Load(); c != nil {
+		return c
+	}
+	c := C.sky_argcache_new(in)
+	if c == nil {
+		return nil
+	}
+	if !slot.CompareAndSwap(nil, c) {
+		C.sky_argcache_free(c) // another worker of the interpreter made it first
+	}
+	return slot.Load()
 }
 
 // ID returns the id of an encoded value, or -1 when it is not cached (seen
@@ -300,11 +315,12 @@ func (a *ArgCache) JSON(text []byte) ([]byte, int32, error) {
 	return enc, id, nil
 }
 
-// Close drops the cached objects (taking the GIL). Idempotent; not while a
-// ScoreBatch uses the cache.
+// Close drops the cached objects (taking each interpreter's GIL).
+// Idempotent; not while a ScoreBatch uses the cache.
 func (a *ArgCache) Close() {
-	if a.c != nil {
-		C.sky_argcache_free(a.c)
-		a.c = nil
+	for i := range a.cs {
+		if c := a.cs[i].Swap(nil); c != nil {
+			C.sky_argcache_free(c)
+		}
 	}
 }

@@ -1,9 +1,10 @@
 // Package cpython is Skynet's thin cgo layer over the CPython C API.
 //
-// One interpreter serves the whole process. It is started once, through
-// PyConfig, by Initialize; it is never finalised (C extensions such as numpy
-// cannot be re-initialised). Python code runs only on a Thread: an OS thread
-// with its own thread state that takes the GIL explicitly. Values cross the
+// The main interpreter is started once per process, through PyConfig, by
+// Initialize; on CPython 3.12+ sub-interpreters with their own GIL can be
+// added (NewInterp). None is ever finalised (C extensions such as numpy
+// cannot be re-initialised). Python code runs on OS threads that each have
+// their own thread state per interpreter and take its GIL explicitly. Values cross the
 // boundary in one compact buffer per call (see codec.go), so the hot path pays
 // one cgo crossing per call rather than one per C-API function.
 package cpython
@@ -149,6 +150,7 @@ func initializeLocked(cfg Config) error {
 		}
 		return errors.New("cpython: starting the interpreter failed")
 	}
+	mainInterp = Interp{in: C.sky_interp_main(), index: 0}
 	return nil
 }
 

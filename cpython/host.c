@@ -2,11 +2,16 @@
 #include "host.h"
 #include <string.h>
 
-static __thread sky_thread *tls_thread;     // this OS thread's state, once made
+// An OS thread has one thread state per interpreter it has called into, and
+// at most one of them holds a GIL at a time (tls_current).
+static __thread sky_thread *tls_threads[SKY_MAX_INTERPS];
+static __thread sky_thread *tls_current;
 static sky_thread *all_threads;              // every thread state we made
 static PyThread_type_lock threads_lock;      // guards all_threads
-static PyObject *interrupt_type;          // raised in a call that overran its time
-static PyObject *format_exception;        // traceback.format_exception
+static sky_interp main_interp;
+#if PY_VERSION_HEX >= 0x030C0000
+static int n_interps = 1;                    // interpreters made, the main one included
+#endif
 
 void sky_buf_free(sky_buf *b) {
     free(b->data);
@@ -25,7 +30,7 @@ static void set_error(sky_buf *b, const char *type, const char *msg) {
 // capture(s) -> bool: appends s to the current call's logs when this thread's
 // worker is capturing; False tells the Python writer to use its fallback stream.
 static PyObject *host_capture(PyObject *self, PyObject *arg) {
-    sky_thread *t = tls_thread;
+    sky_thread *t = tls_current;
     sky_scratch *w = t ? t->capture : NULL;
     if (!w) Py_RETURN_FALSE;
     if (!PyUnicode_Check(arg)) {
@@ -67,21 +72,28 @@ static PyMethodDef host_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
+// host_exec runs once per interpreter: each has its own Interrupted type,
+// which interp_setup keeps in its sky_interp.
 static int host_exec(PyObject *m) {
-    interrupt_type = PyErr_NewExceptionWithDoc(
+    PyObject *type = PyErr_NewExceptionWithDoc(
         "_skynet_host.Interrupted",
         "Raised inside a call that overran its time limit or was cancelled.",
-        PyExc_BaseException, NULL); // new ref, kept for the process lifetime
-    if (!interrupt_type) return -1;
-    Py_INCREF(interrupt_type);
-    if (PyModule_AddObject(m, "Interrupted", interrupt_type) < 0) { // steals on success
-        Py_DECREF(interrupt_type);
+        PyExc_BaseException, NULL); // new ref
+    if (!type) return -1;
+    if (PyModule_AddObject(m, "Interrupted", type) < 0) { // steals on success
+        Py_DECREF(type);
         return -1;
     }
     return 0;
 }
 
-static PyModuleDef_Slot host_slots[] = {{Py_mod_exec, host_exec}, {0, NULL}};
+static PyModuleDef_Slot host_slots[] = {
+    {Py_mod_exec, host_exec},
+#ifdef Py_mod_multiple_interpreters
+    {Py_mod_multiple_interpreters, Py_MOD_PER_INTERPRETER_GIL_SUPPORTED},
+#endif
+    {0, NULL},
+};
 
 static struct PyModuleDef host_module = {
     PyModuleDef_HEAD_INIT, "_skynet_host", "Skynet host hooks (internal).", 0,
@@ -89,6 +101,8 @@ static struct PyModuleDef host_module = {
 };
 
 static PyObject *PyInit__skynet_host(void) { return PyModuleDef_Init(&host_module); }
+
+static int interp_setup(sky_interp *in, const char *bootstrap, sky_buf *err);
 
 static void status_error(sky_buf *err, PyStatus st) {
     char msg[512];
@@ -150,24 +164,9 @@ int sky_initialize(const char *program_name, const char *home, int argc, char **
     PyConfig_Clear(&config);
     if (PyStatus_Exception(st)) { status_error(err, st); return -1; }
 
-    int rc = -1;
-    PyObject *tb = NULL, *globals = NULL, *res = NULL;
-    tb = PyImport_ImportModule("traceback"); // new ref
-    if (!tb) goto done;
-    format_exception = PyObject_GetAttrString(tb, "format_exception"); // new ref, kept forever
-    if (!format_exception) goto done;
-    globals = PyDict_New();
-    if (!globals || PyDict_SetItemString(globals, "__builtins__", PyEval_GetBuiltins()) < 0) goto done;
-    res = PyRun_String(bootstrap, Py_file_input, globals, globals);
-    if (!res) goto done;
-    rc = 0;
-done:
-    if (rc < 0) {
-        sky_fetch_error(err);
-    }
-    Py_XDECREF(res);
-    Py_XDECREF(globals);
-    Py_XDECREF(tb);
+    main_interp.interp = PyInterpreterState_Main();
+    main_interp.index = 0;
+    int rc = interp_setup(&main_interp, bootstrap, err);
     threads_lock = PyThread_allocate_lock();
     if (!threads_lock && rc == 0) {
         set_error(err, "InitError", "cannot allocate a lock");
@@ -181,47 +180,158 @@ fail:
     return -1;
 }
 
+// interp_setup gives an interpreter what the host needs of it: its own
+// Interrupted type, traceback formatter and interned keys, and the bootstrap
+// (host.py) that routes sys.stdout and sys.stderr. Runs with in's GIL held.
+static int interp_setup(sky_interp *in, const char *bootstrap, sky_buf *err) {
+    int rc = -1;
+    PyObject *tb = NULL, *host = NULL, *globals = NULL, *res = NULL;
+    tb = PyImport_ImportModule("traceback"); // new ref
+    if (!tb) goto done;
+    in->format_exception = PyObject_GetAttrString(tb, "format_exception"); // new ref, kept forever
+    if (!in->format_exception) goto done;
+    host = PyImport_ImportModule("_skynet_host"); // new ref
+    if (!host) goto done;
+    in->interrupt_type = PyObject_GetAttrString(host, "Interrupted"); // new ref, kept forever
+    if (!in->interrupt_type) goto done;
+    in->k_feedback = PyUnicode_InternFromString("feedback"); // new ref, kept forever
+    in->k_scores = PyUnicode_InternFromString("scores");     // new ref, kept forever
+    if (!in->k_feedback || !in->k_scores) goto done;
+    globals = PyDict_New(); // new ref
+    if (!globals || PyDict_SetItemString(globals, "__builtins__", PyEval_GetBuiltins()) < 0) goto done;
+    res = PyRun_String(bootstrap, Py_file_input, globals, globals); // new ref
+    if (!res) goto done;
+    rc = 0;
+done:
+    if (rc < 0) sky_fetch_error(err);
+    Py_XDECREF(res);
+    Py_XDECREF(globals);
+    Py_XDECREF(host);
+    Py_XDECREF(tb);
+    return rc;
+}
 
-// sky_current_thread returns this OS thread's state, making it on first use.
+sky_interp *sky_interp_main(void) { return &main_interp; }
+
+int sky_interp_id(sky_interp *in) { return (int)PyInterpreterState_GetID(in->interp); }
+
+// new_thread makes this OS thread's state in interpreter in and registers it.
 // PyThreadState_New does not need the GIL.
-sky_thread *sky_current_thread(void) {
-    sky_thread *t = tls_thread;
-    if (t) return t;
-    t = calloc(1, sizeof *t);
+static sky_thread *new_thread(sky_interp *in, PyThreadState *tstate) {
+    sky_thread *t = calloc(1, sizeof *t);
     if (!t) return NULL;
-    t->tstate = PyThreadState_New(PyInterpreterState_Main());
+    t->tstate = tstate ? tstate : PyThreadState_New(in->interp);
     if (!t->tstate) { free(t); return NULL; }
+    t->in = in;
     t->tid = PyThread_get_thread_ident();
     PyThread_acquire_lock(threads_lock, WAIT_LOCK);
     t->next = all_threads;
     all_threads = t;
     PyThread_release_lock(threads_lock);
-    tls_thread = t;
+    tls_threads[in->index] = t;
     return t;
 }
 
-sky_thread *sky_current_thread_if_any(void) { return tls_thread; }
+sky_thread *sky_current_thread(void) { return tls_current; }
 
-// sky_enter takes the GIL for this OS thread. It returns 1 when it took it,
-// 0 when this thread already held it (a nested call), -1 on failure.
-int sky_enter(void) {
-    sky_thread *t = sky_current_thread();
-    if (!t) return -1;
-    if (t->inside) return 0;
+int sky_enter(sky_interp *in) {
+    sky_thread *cur = tls_current;
+    if (cur && cur->inside) return cur->in == in ? 0 : -1;
+    sky_thread *t = tls_threads[in->index];
+    if (!t && !(t = new_thread(in, NULL))) return -1;
     PyEval_RestoreThread(t->tstate);
     t->inside = 1;
+    t->saved = cur; // a call waiting on a model call (its GIL released) is current again after
+    tls_current = t;
     return 1;
 }
 
 void sky_leave(int entered) {
     if (entered != 1) return;
-    tls_thread->inside = 0;
+    sky_thread *t = tls_current;
+    t->inside = 0;
+    tls_current = t->saved;
+    t->saved = NULL;
     PyEval_SaveThread();
 }
 
-sky_scratch *sky_scratch_new(size_t logs_limit) {
+// sky_interp_new starts a sub-interpreter with its own GIL, from the main
+// interpreter, as CPython's own _interpreters module does. New interpreters
+// get this OS thread's state for their setup; afterwards the main one's GIL
+// is held again until sky_leave. Extension modules that do not support
+// per-interpreter GILs (single-phase init, e.g. numpy today) refuse to
+// import there (check_multi_interp_extensions), rather than crash.
+sky_interp *sky_interp_new(const char *bootstrap, sky_buf *err) {
+#if PY_VERSION_HEX >= 0x030C0000
+    if (__atomic_load_n(&n_interps, __ATOMIC_ACQUIRE) >= SKY_MAX_INTERPS) {
+        set_error(err, "RuntimeError", "too many interpreters");
+        return NULL;
+    }
+    int entered = sky_enter(&main_interp);
+    if (entered != 1) {
+        set_error(err, "RuntimeError", "cannot enter the main interpreter to start another");
+        if (entered == 0) sky_leave(entered);
+        return NULL;
+    }
+    sky_thread *mt = tls_current;
+    sky_interp *in = calloc(1, sizeof *in);
+    if (!in) {
+        set_error(err, "MemoryError", "out of memory");
+        sky_leave(entered);
+        return NULL;
+    }
+    PyInterpreterConfig cfg = {
+        .use_main_obmalloc = 0,
+        .allow_fork = 0,   // fork from a thread of a sub-interpreter is unsafe; subprocess (fork+exec) is allowed
+        .allow_exec = 1,
+        .allow_threads = 1,
+        .allow_daemon_threads = 1, // interpreters are never finalised, so daemon threads cannot outlive them
+        .check_multi_interp_extensions = 1,
+        .gil = PyInterpreterConfig_OWN_GIL,
+    };
+    PyThreadState *ts = NULL;
+    PyStatus st = Py_NewInterpreterFromConfig(&ts, &cfg);
+    if (PyStatus_Exception(st) || !ts) {
+        // CPython gives the main thread state back on failure.
+        status_error(err, st);
+        free(in);
+        sky_leave(entered);
+        return NULL;
+    }
+    // Now ts is current and holds the new GIL; the main GIL was released.
+    in->interp = PyThreadState_GetInterpreter(ts);
+    in->index = __atomic_load_n(&n_interps, __ATOMIC_ACQUIRE);
+    mt->inside = 0;
+    sky_thread *t = new_thread(in, ts);
+    int rc = -1;
+    if (t) {
+        t->inside = 1;
+        tls_current = t;
+        rc = interp_setup(in, bootstrap, err);
+        t->inside = 0;
+        tls_current = mt;
+    } else {
+        set_error(err, "MemoryError", "out of memory");
+    }
+    PyEval_SaveThread();            // the new GIL
+    PyEval_RestoreThread(mt->tstate); // and the main one again
+    mt->inside = 1;
+    sky_leave(entered);
+    if (rc < 0) return NULL; // a broken interpreter is left alone, never used
+    __atomic_store_n(&n_interps, in->index + 1, __ATOMIC_RELEASE);
+    return in;
+#else
+    set_error(err, "RuntimeError", "sub-interpreters with their own GIL need CPython 3.12 or later, this is " PY_VERSION);
+    return NULL;
+#endif
+}
+
+sky_scratch *sky_scratch_new(sky_interp *in, size_t logs_limit) {
     sky_scratch *s = calloc(1, sizeof *s);
-    if (s) s->logs_limit = logs_limit;
+    if (s) {
+        s->in = in;
+        s->logs_limit = logs_limit;
+    }
     return s;
 }
 
@@ -232,18 +342,31 @@ void sky_scratch_free(sky_scratch *s) {
     free(s);
 }
 
+// running_in finds the interpreter running the call with this token.
+static sky_interp *running_in(uint64_t token) {
+    sky_interp *in = NULL;
+    PyThread_acquire_lock(threads_lock, WAIT_LOCK);
+    for (sky_thread *t = all_threads; t && !in; t = t->next)
+        if (__atomic_load_n(&t->running, __ATOMIC_ACQUIRE) == token) in = t->in;
+    PyThread_release_lock(threads_lock);
+    return in;
+}
+
 // sky_interrupt raises Interrupted in the call with this token, if it is
-// still running on some thread. It waits for the GIL, so a call stuck in C
-// code that never releases the GIL keeps it waiting too.
+// still running on some thread. It waits for that interpreter's GIL, so a
+// call stuck in C code that never releases the GIL keeps it waiting too.
 int sky_interrupt(uint64_t token) {
     if (token == 0) return 0;
-    int entered = sky_enter();
+    sky_interp *in = running_in(token);
+    if (!in) return 0;
+    int entered = sky_enter(in);
     if (entered < 0) return 0;
     int posted = 0;
     PyThread_acquire_lock(threads_lock, WAIT_LOCK);
     for (sky_thread *t = all_threads; t; t = t->next) {
-        if (t->running == token) {
-            posted = PyThreadState_SetAsyncExc(t->tid, interrupt_type) > 0;
+        if (t->in == in && __atomic_load_n(&t->running, __ATOMIC_ACQUIRE) == token) {
+            // SetAsyncExc looks for the thread in the current interpreter: in.
+            posted = PyThreadState_SetAsyncExc(t->tid, in->interrupt_type) > 0;
             if (posted) t->interrupt_posted = 1;
             break;
         }
@@ -285,8 +408,9 @@ void sky_fetch_error_append(sky_buf *out) {
     if (!name) name = PyUnicode_FromString(PyType_Check(type) ? t->tp_name : "exception");
     msg = value ? PyObject_Str(value) : NULL;
     if (!msg) { PyErr_Clear(); msg = PyUnicode_FromString("<exception str() failed>"); }
-    if (value && format_exception) {
-        lines = PyObject_CallOneArg(format_exception, value);
+    sky_interp *in = tls_current ? tls_current->in : &main_interp;
+    if (value && in->format_exception) {
+        lines = PyObject_CallOneArg(in->format_exception, value);
         if (lines) {
             PyObject *empty = PyUnicode_FromString("");
             if (empty) text = PyUnicode_Join(empty, lines);
@@ -336,7 +460,7 @@ void begin_call(sky_thread *t, sky_scratch *s, uint64_t token, int capture, uint
     *saved_capture = t->capture;
     *saved_context = t->context;
     *saved_running = t->running;
-    t->running = token;
+    __atomic_store_n(&t->running, token, __ATOMIC_RELEASE); // read by sky_interrupt without the GIL
     t->capture = capture ? s : NULL;
     t->context = context;
     if (capture) {
@@ -350,7 +474,7 @@ void begin_call(sky_thread *t, sky_scratch *s, uint64_t token, int capture, uint
 // the next call on this thread. It restores the state of an enclosing call.
 void end_call(sky_thread *t, sky_scratch *saved_capture, uintptr_t saved_context,
                      uint64_t saved_running) {
-    t->running = saved_running;
+    __atomic_store_n(&t->running, saved_running, __ATOMIC_RELEASE);
     t->capture = saved_capture;
     t->context = saved_context;
     if (t->interrupt_posted && saved_running == 0) {
@@ -367,7 +491,7 @@ int sky_call(sky_scratch *s, PyObject *fn, PyObject *first, const char *in, size
              int nargs, uint64_t token, int capture, uintptr_t context) {
     PyObject *args[SKY_MAX_ARGS] = {NULL};
     PyObject *res = NULL;
-    sky_thread *t = tls_thread;
+    sky_thread *t = tls_current;
     int rc = SKY_PYERR, skip = first ? 1 : 0;
     s->out.len = 0;
     if (nargs < 0 || nargs + skip > SKY_MAX_ARGS) {
@@ -400,7 +524,7 @@ done:
 
 int sky_call_gil(sky_scratch *s, PyObject *fn, const char *in, size_t inlen, int nargs,
                  uint64_t token, int capture, uintptr_t context) {
-    int entered = sky_enter();
+    int entered = sky_enter(s->in);
     if (entered < 0) return SKY_NOTHREAD;
     int rc = sky_call(s, fn, NULL, in, inlen, nargs, token, capture, context);
     sky_leave(entered);

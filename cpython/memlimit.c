@@ -2,8 +2,8 @@
 // and memory domains are wrapped so each block carries its size in a
 // 16-byte header; an allocation that would pass the cap fails, and Python
 // raises MemoryError in the code that asked for it, instead of the whole
-// process being killed. Both domains run with the GIL held, so the counter
-// needs no lock.
+// process being killed. The cap is the process's: sub-interpreters with
+// their own GILs allocate at the same time, so the counter is atomic.
 #include "host.h"
 #include <string.h>
 
@@ -16,13 +16,25 @@ typedef struct {
 static limited obj_domain, mem_domain;
 static size_t used, limit;
 
+// take counts n more bytes if they fit under the cap.
+static int take(size_t n) {
+    if (n > limit) return 0;
+    if (__atomic_add_fetch(&used, n, __ATOMIC_RELAXED) <= limit) return 1;
+    __atomic_sub_fetch(&used, n, __ATOMIC_RELAXED);
+    return 0;
+}
+
+static void give(size_t n) { __atomic_sub_fetch(&used, n, __ATOMIC_RELAXED); }
+
 static void *lim_malloc(void *ctx, size_t n) {
     limited *l = ctx;
-    if (n > limit || used + n > limit) return NULL;
+    if (!take(n)) return NULL;
     char *p = l->inner.malloc(l->inner.ctx, n + HDR);
-    if (!p) return NULL;
+    if (!p) {
+        give(n);
+        return NULL;
+    }
     memcpy(p, &n, sizeof n);
-    used += n;
     return p + HDR;
 }
 
@@ -39,7 +51,7 @@ static void lim_free(void *ctx, void *p) {
     char *base = (char *)p - HDR;
     size_t n;
     memcpy(&n, base, sizeof n);
-    used -= n;
+    give(n);
     l->inner.free(l->inner.ctx, base);
 }
 
@@ -49,11 +61,14 @@ static void *lim_realloc(void *ctx, void *p, size_t n) {
     char *base = (char *)p - HDR;
     size_t old;
     memcpy(&old, base, sizeof old);
-    if (n > old && (n - old > limit || used + (n - old) > limit)) return NULL;
+    if (n > old && !take(n - old)) return NULL;
     char *q = l->inner.realloc(l->inner.ctx, base, n + HDR);
-    if (!q) return NULL;
+    if (!q) {
+        if (n > old) give(n - old);
+        return NULL;
+    }
     memcpy(q, &n, sizeof n);
-    used = used - old + n;
+    if (n < old) give(old - n);
     return q + HDR;
 }
 

@@ -99,8 +99,14 @@ static PyObject *sk_reward(PyObject *self, PyObject *args, PyObject *kwargs) {
     return res;
 }
 
-static PyObject *llm_error; // skynet.LLMError, kept for the process lifetime
-static char *python_source; // Python-level helpers (dspy.py), set from Go
+// Each interpreter imports its own skynet module; what it keeps is in the
+// module's state, never in C globals shared between interpreters.
+typedef struct {
+    PyObject *llm_error; // skynet.LLMError
+    int frozen;          // read-only once initialised (skynet_setattro)
+} skynet_state;
+
+static char *python_source; // Python-level helpers (dspy.py), set from Go; read-only after
 
 void skynetmod_set_python(const char *src) { python_source = strdup(src); }
 
@@ -201,7 +207,8 @@ static PyObject *sk_llm(PyObject *self, PyObject *args, PyObject *kwargs) {
     t->inside = 1;
     Py_XDECREF(holder);
     if (out.error) {
-        PyErr_SetString(out.no_model ? PyExc_RuntimeError : llm_error, out.error);
+        skynet_state *st = PyModule_GetState(self); // self is the module (PyModule_AddFunctions)
+        PyErr_SetString(out.no_model || !st ? PyExc_RuntimeError : st->llm_error, out.error);
         free(out.error);
         free(out.text);
         return NULL;
@@ -227,11 +234,9 @@ static PyMethodDef skynet_methods[] = {
 // skynet.observation (or anything else) for the metrics loaded after it,
 // and an attempt fails loudly. Dunder attributes stay writable for the
 // import machinery.
-static int frozen = 0;
-static PyTypeObject SkynetModuleType;
-
 static int skynet_setattro(PyObject *m, PyObject *name, PyObject *value) {
-    if (frozen && PyUnicode_Check(name)) {
+    skynet_state *st = PyModule_GetState(m);
+    if (st && st->frozen && PyUnicode_Check(name)) {
         Py_ssize_t n = PyUnicode_GET_LENGTH(name);
         int dunder = n > 4 && PyUnicode_READ_CHAR(name, 0) == '_' && PyUnicode_READ_CHAR(name, 1) == '_';
         if (!dunder) {
@@ -244,50 +249,78 @@ static int skynet_setattro(PyObject *m, PyObject *name, PyObject *value) {
     return PyObject_GenericSetAttr(m, name, value);
 }
 
+// The module's type is a heap type made per interpreter: static types
+// cannot be shared between interpreters that have their own GILs.
+static PyType_Slot skynet_type_slots[] = {
+    {Py_tp_setattro, skynet_setattro},
+    {Py_tp_doc, "The skynet module (read-only)."},
+    {0, NULL},
+};
+
+static PyType_Spec skynet_type_spec = {
+    "skynet.SkynetModule", 0, 0, Py_TPFLAGS_DEFAULT, skynet_type_slots,
+};
+
 static PyObject *skynet_create(PyObject *spec, PyModuleDef *def) {
-    if (!SkynetModuleType.tp_name) {
-        SkynetModuleType.tp_name = "skynet.SkynetModule";
-        SkynetModuleType.tp_basicsize = PyModule_Type.tp_basicsize;
-        SkynetModuleType.tp_flags = Py_TPFLAGS_DEFAULT;
-        SkynetModuleType.tp_base = &PyModule_Type;
-        SkynetModuleType.tp_setattro = skynet_setattro;
-        SkynetModuleType.tp_doc = "The skynet module (read-only).";
-        if (PyType_Ready(&SkynetModuleType) < 0) return NULL;
-    }
-    PyObject *name = PyObject_GetAttrString(spec, "name"); // new ref
-    if (!name) return NULL;
-    PyObject *m = PyObject_CallOneArg((PyObject *)&SkynetModuleType, name); // new ref, returned
-    Py_DECREF(name);
+    PyObject *type = NULL, *name = NULL, *m = NULL;
+    type = PyType_FromSpecWithBases(&skynet_type_spec, (PyObject *)&PyModule_Type); // new ref
+    if (!type) goto done;
+    name = PyObject_GetAttrString(spec, "name"); // new ref
+    if (!name) goto done;
+    m = PyObject_CallOneArg(type, name); // new ref, returned; holds its type
+done:
+    Py_XDECREF(name);
+    Py_XDECREF(type);
     return m;
 }
 
 static int skynet_exec(PyObject *m) {
-    if (!llm_error) {
-        llm_error = PyErr_NewExceptionWithDoc("skynet.LLMError",
+    skynet_state *st = PyModule_GetState(m);
+    if (!st) return -1;
+    st->llm_error = PyErr_NewExceptionWithDoc("skynet.LLMError",
                                               "A model call failed after its retries (or was cut short by the case's time limit).",
-                                              PyExc_RuntimeError, NULL); // new ref, kept forever
-        if (!llm_error) return -1;
-    }
+                                              PyExc_RuntimeError, NULL); // new ref, owned by the state
+    if (!st->llm_error) return -1;
     if (PyModule_AddFunctions(m, skynet_methods) < 0) return -1;
     if (PyModule_AddStringConstant(m, "__doc__",
             "Skynet helpers for metrics: llm, reward, observation, service_cost.\n"
             "Measurements live in the host; this module only reads them.") < 0)
         return -1;
-    Py_INCREF(llm_error);
-    if (PyModule_AddObject(m, "LLMError", llm_error) < 0) { // steals on success
-        Py_DECREF(llm_error);
+    Py_INCREF(st->llm_error);
+    if (PyModule_AddObject(m, "LLMError", st->llm_error) < 0) { // steals on success
+        Py_DECREF(st->llm_error);
         return -1;
     }
     if (add_python(m) < 0) return -1;
-    frozen = 1;
+    st->frozen = 1;
     return 0;
 }
 
-static PyModuleDef_Slot skynet_slots[] = {{Py_mod_create, skynet_create}, {Py_mod_exec, skynet_exec}, {0, NULL}};
+static int skynet_traverse(PyObject *m, visitproc visit, void *arg) {
+    skynet_state *st = PyModule_GetState(m);
+    if (st) Py_VISIT(st->llm_error);
+    return 0;
+}
+
+static int skynet_clear(PyObject *m) {
+    skynet_state *st = PyModule_GetState(m);
+    if (st) Py_CLEAR(st->llm_error);
+    return 0;
+}
+
+static PyModuleDef_Slot skynet_slots[] = {
+    {Py_mod_create, skynet_create},
+    {Py_mod_exec, skynet_exec},
+#ifdef Py_mod_multiple_interpreters
+    {Py_mod_multiple_interpreters, Py_MOD_PER_INTERPRETER_GIL_SUPPORTED},
+#endif
+    {0, NULL},
+};
 
 // m_methods is NULL: with Py_mod_create the functions are added in exec.
 static struct PyModuleDef skynet_module = {
-    PyModuleDef_HEAD_INIT, "skynet", NULL, 0, NULL, skynet_slots, NULL, NULL, NULL,
+    PyModuleDef_HEAD_INIT, "skynet", NULL, sizeof(skynet_state), NULL, skynet_slots,
+    skynet_traverse, skynet_clear, NULL,
 };
 
 static PyObject *PyInit_skynet(void) { return PyModuleDef_Init(&skynet_module); }
