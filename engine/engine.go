@@ -54,8 +54,19 @@ type Options struct {
 	Timeout time.Duration
 	// Samples is how many cases Check calls score on (default 3).
 	Samples int
-	// Workers is the number of Python worker threads (default 1).
+	// Workers is the number of Python worker threads per interpreter
+	// (default 1): more overlap waits such as model calls.
 	Workers int
+	// Interpreters is how many Python interpreters score in parallel, each
+	// with its own GIL, its own thread(s) and its own copy of the metric
+	// (and program): the main interpreter plus Interpreters-1 sub-interpreters.
+	// 0 means one per CPU on CPython 3.12+ and 1 before; 1 is the main
+	// interpreter alone. More than 1 needs CPython 3.12+ (an error at Open
+	// before). A metric that cannot load in a sub-interpreter (it imports an
+	// extension module with single-phase init, e.g. numpy today) runs in
+	// the main interpreter alone, and the "interpreters" check says why.
+	// Module globals are per interpreter: a cache in one is not seen by the others.
+	Interpreters int
 	// LogsLimit bounds the output of print() kept per case, in bytes (default 64 KiB).
 	LogsLimit int
 	// PythonExecutable selects the Python installation or virtualenv, e.g.
@@ -84,16 +95,19 @@ type Options struct {
 
 // Engine scores cases with one loaded metric.
 type Engine struct {
-	path       string
-	module     string // unique sys.modules name of the metric
-	timeout    time.Duration
-	samples    int
-	logsLimit  int
-	nargs      int // 2 or 3: how score is called
-	runTimeout time.Duration
-	program    string // unique sys.modules name of the program, if any
-	spec       *reward.Spec
-	loadChecks []Check
+	path        string
+	module      string // unique sys.modules name of the metric
+	timeout     time.Duration
+	samples     int
+	logsLimit   int
+	nargs       int // 2 or 3: how score is called
+	runTimeout  time.Duration
+	program     string // unique sys.modules name of the program, if any
+	programPath string
+	spec        *reward.Spec
+	loadChecks  []Check
+	interps     []*pyInterp // [0] is the main interpreter
+	fallback    string      // why sub-interpreters are not used, if they were asked for
 
 	jobs       chan *parcel
 	frontMu    sync.Mutex // requeued jobs go ahead of jobs: see requeue
@@ -119,8 +133,12 @@ type Engine struct {
 	cache *cpython.ArgCache   // Python objects of repeated argument values
 	str   func([]byte) string // makes result strings, sharing repeated ones (internTable)
 	llm   *llm.Client
+}
 
-	// Owned by Python; touched only on a worker holding the GIL.
+// pyInterp is the metric (and program) loaded into one interpreter. Its
+// objects belong to that interpreter and are touched only with its GIL.
+type pyInterp struct {
+	in     *cpython.Interp
 	loader *cpython.Object
 	mod    *cpython.Object
 	score  *cpython.Object
@@ -131,10 +149,7 @@ type Engine struct {
 //go:embed loader.py
 var loaderSource string
 
-var (
-	loaderOnce sync.Once
-	moduleSeq  atomic.Uint64
-)
+var moduleSeq atomic.Uint64
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_]`)
 
@@ -207,8 +222,15 @@ func Open(opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	if opts.Samples < 0 || opts.Workers < 0 || opts.LogsLimit < 0 {
-		return nil, errors.New("engine: Samples, Workers and LogsLimit must not be negative")
+	if opts.Samples < 0 || opts.Workers < 0 || opts.LogsLimit < 0 || opts.Interpreters < 0 {
+		return nil, errors.New("engine: Samples, Workers, Interpreters and LogsLimit must not be negative")
+	}
+	if opts.Interpreters > cpython.MaxInterpreters {
+		return nil, fmt.Errorf("engine: Interpreters %d exceeds the maximum of %d", opts.Interpreters, cpython.MaxInterpreters)
+	}
+	if opts.Interpreters > 1 && !cpython.SubInterpreters() {
+		return nil, fmt.Errorf("engine: Interpreters %d needs CPython 3.12 or later (sub-interpreters with their own GIL); this build embeds CPython %s: use 1, or build against a newer CPython (make build PYTHON=...)",
+			opts.Interpreters, cpython.PythonVersion())
 	}
 	if opts.Metric == "" {
 		return nil, errors.New("engine: Options.Metric is empty: give the path of metric.py")
@@ -262,14 +284,16 @@ func Open(opts Options) (*Engine, error) {
 			}
 		}
 	}
+	main := &pyInterp{in: cpython.Main()}
+	e.interps = []*pyInterp{main}
 	var loadErr error
-	if err := cpython.WithGIL(func(g *cpython.GIL) {
+	if err := main.in.WithGIL(func(g *cpython.GIL) {
 		if opts.Untrusted { // import-time code is untrusted too
 			g.Untrusted(true)
 			defer g.Untrusted(false)
 		}
-		if loadErr = e.load(g, opts.Metric); loadErr == nil && opts.Program != "" {
-			loadErr = e.loadProgram(g, opts.Program)
+		if loadErr = e.load(g, main, opts.Metric); loadErr == nil && opts.Program != "" {
+			loadErr = e.loadProgram(g, main, opts.Program)
 		}
 	}); err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
@@ -278,14 +302,19 @@ func Open(opts Options) (*Engine, error) {
 		e.Close()
 		return nil, loadErr
 	}
+	if n := interpreterCount(opts.Interpreters); n > 1 {
+		e.addInterps(n-1, opts.Untrusted)
+	}
 	if e.cache, err = cpython.NewArgCache(argCacheBytes); err != nil {
 		e.Close()
 		return nil, fmt.Errorf("engine: %w", err)
 	}
-	for i := 0; i < orDefault(opts.Workers, 1); i++ {
-		if err := e.startWorker(); err != nil {
-			e.Close()
-			return nil, err
+	for _, py := range e.interps {
+		for i := 0; i < orDefault(opts.Workers, 1); i++ {
+			if err := e.startWorker(py); err != nil {
+				e.Close()
+				return nil, err
+			}
 		}
 	}
 	go e.watchdog()
@@ -312,42 +341,31 @@ func orDefault(v, def int) int {
 	return v
 }
 
-// load imports the metric and makes the load-time checks. Runs with the GIL.
-func (e *Engine) load(th *cpython.GIL, shown string) error {
+// load imports the metric into the main interpreter and makes the
+// load-time checks. Runs with its GIL.
+func (e *Engine) load(th *cpython.GIL, py *pyInterp, shown string) error {
 	var err error
-	loaderOnce.Do(func() {
-		loader, lerr := th.ExecModule("_skynet_loader", "<skynet loader>", loaderSource)
-		if lerr != nil {
-			err = fmt.Errorf("engine: starting the metric loader: %w", lerr)
-			return
-		}
-		sharedLoader = loader
-	})
-	if err != nil {
+	if py.loader, err = loaderOf(th, py.in); err != nil {
 		return err
 	}
-	if sharedLoader == nil {
-		return errors.New("engine: the metric loader failed to start earlier in this process")
-	}
-	e.loader = sharedLoader
-	if e.mod, err = e.importFile(th, e.path, e.module, shown, CheckLoads); err != nil {
+	if py.mod, err = e.importFile(th, py, e.path, e.module, shown, CheckLoads); err != nil {
 		return err
 	}
-	n, err := e.signature(th, "arity", e.mod, CheckSignature)
+	n, err := e.signature(th, py, "arity", py.mod, CheckSignature)
 	if err != nil {
 		return err
 	}
 	e.nargs = n
-	if e.score, err = th.Attr(e.mod, "score"); err != nil {
+	if py.score, err = th.Attr(py.mod, "score"); err != nil {
 		return err
 	}
 
-	has, err := e.loaderCall(th, "has", e.mod, "REWARD_SPEC")
+	has, err := e.loaderCall(th, py, "has", py.mod, "REWARD_SPEC")
 	if err != nil {
 		return err
 	}
 	if has == true {
-		raw, err := e.loaderCall(th, "get", e.mod, "REWARD_SPEC")
+		raw, err := e.loaderCall(th, py, "get", py.mod, "REWARD_SPEC")
 		if err != nil {
 			return err
 		}
@@ -361,17 +379,42 @@ func (e *Engine) load(th *cpython.GIL, shown string) error {
 	return nil
 }
 
-var sharedLoader *cpython.Object // the _skynet_loader module, shared by engines
+// The _skynet_loader module of each interpreter, shared by engines.
+var (
+	loadersMu sync.Mutex
+	loaders   [cpython.MaxInterpreters]*cpython.Object
+	loaderErr [cpython.MaxInterpreters]error
+)
 
-// importFile loads a file as module name and records the check: ok, or
-// failed with the error and its traceback (returned as a *CheckError).
-func (e *Engine) importFile(g *cpython.GIL, path, name, shown, check string) (*cpython.Object, error) {
-	loadFn, err := g.Attr(e.loader, "load")
+// loaderOf returns in's loader module, starting it the first time. Runs
+// with in's GIL.
+func loaderOf(g *cpython.GIL, in *cpython.Interp) (*cpython.Object, error) {
+	loadersMu.Lock()
+	defer loadersMu.Unlock()
+	i := in.Index()
+	if loaders[i] == nil && loaderErr[i] == nil {
+		loaders[i], loaderErr[i] = g.ExecModule("_skynet_loader", "<skynet loader>", loaderSource)
+		if loaderErr[i] != nil {
+			loaderErr[i] = fmt.Errorf("engine: starting the metric loader: %w", loaderErr[i])
+		}
+	}
+	return loaders[i], loaderErr[i]
+}
+
+// loadFile loads a file as module name into py's interpreter.
+func (e *Engine) loadFile(g *cpython.GIL, py *pyInterp, path, name string) (*cpython.Object, error) {
+	loadFn, err := g.Attr(py.loader, "load")
 	if err != nil {
 		return nil, err
 	}
 	defer g.Release(loadFn)
-	mod, err := g.CallObject(loadFn, path, name)
+	return g.CallObject(loadFn, path, name)
+}
+
+// importFile loads a file as module name and records the check: ok, or
+// failed with the error and its traceback (returned as a *CheckError).
+func (e *Engine) importFile(g *cpython.GIL, py *pyInterp, path, name, shown, check string) (*cpython.Object, error) {
+	mod, err := e.loadFile(g, py, path, name)
 	if err != nil {
 		c := Check{Name: check, Message: fmt.Sprintf("%s: %v", shown, err)}
 		if pe, ok := cpython.AsError(err); ok {
@@ -385,8 +428,8 @@ func (e *Engine) importFile(g *cpython.GIL, path, name, shown, check string) (*c
 
 // signature asks the loader's arity function (arity or run_arity) how mod's
 // function is called and records the check; 0 arguments is a failed check.
-func (e *Engine) signature(g *cpython.GIL, arity string, mod *cpython.Object, check string) (int, error) {
-	v, err := e.loaderCall(g, arity, mod)
+func (e *Engine) signature(g *cpython.GIL, py *pyInterp, arity string, mod *cpython.Object, check string) (int, error) {
+	v, err := e.loaderCall(g, py, arity, mod)
 	if err != nil {
 		return 0, err
 	}
@@ -409,8 +452,8 @@ func (e *Engine) fail(c Check) error {
 	return &CheckError{Checks: e.loadChecks}
 }
 
-func (e *Engine) loaderCall(th *cpython.GIL, name string, args ...any) (any, error) {
-	fn, err := th.Attr(e.loader, name)
+func (e *Engine) loaderCall(th *cpython.GIL, py *pyInterp, name string, args ...any) (any, error) {
+	fn, err := th.Attr(py.loader, name)
 	if err != nil {
 		return nil, err
 	}
@@ -457,16 +500,9 @@ func (e *Engine) Close() error {
 			if e.cache != nil {
 				e.cache.Close()
 			}
-			cpython.WithGIL(func(g *cpython.GIL) {
-				g.Release(e.score)
-				g.Release(e.run)
-				for name, mod := range map[string]*cpython.Object{e.module: e.mod, e.program: e.pmod} {
-					if mod != nil {
-						g.Release(mod)
-						e.loaderCall(g, "unload", name)
-					}
-				}
-			})
+			for _, py := range e.interps {
+				e.unloadFrom(py)
+			}
 			close(done)
 		}()
 		select {

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -396,7 +397,7 @@ def score(i, o, e=None):
     calls.append(1)
     if len(calls) == 4: return "bad"
     return 1.0, {"feedback": "ok"}
-`), Samples: 5})
+`), Samples: 5, Interpreters: 1}) // one interpreter: calls counts every sample
 	cases := readCases(t, "../testdata/exact_match/cases.jsonl")
 	checks := e.Check(ctx, cases)
 	require.Len(t, checks, 3)
@@ -483,6 +484,12 @@ func TestMemoryLimit(t *testing.T) {
 	require.NoError(t, err, string(out))
 	assert.Contains(t, string(out), "BOMB: exception: MemoryError\n")
 	assert.Contains(t, string(out), "NEXT: fine\n")
+	if interpreterCount(0) >= 2 {
+		// The cap is the process's, shared by the sub-interpreters'
+		// allocations: bombs scored at once in both fail alike.
+		assert.Contains(t, string(out), "INTERPRETERS: 2\n")
+		assert.Contains(t, string(out), "BOMBS: 4 MemoryError\n")
+	}
 }
 
 func TestMemoryLimitChild(t *testing.T) {
@@ -490,10 +497,19 @@ func TestMemoryLimitChild(t *testing.T) {
 	if metric == "" {
 		t.Skip("runs as TestMemoryLimit's child process")
 	}
-	e := open(t, Options{Metric: metric, PythonMemoryLimit: 256 << 20})
+	e := open(t, Options{Metric: metric, PythonMemoryLimit: 256 << 20, Interpreters: min(2, interpreterCount(0))})
+	fmt.Printf("INTERPRETERS: %d\n", e.Interpreters())
 	r := e.Score(ctx, Case{ID: "b", Input: map[string]any{}, Output: "bomb"})
 	require.NotNil(t, r.Err)
 	fmt.Printf("BOMB: %s: %s\n", r.Err.Kind, r.Err.Message)
+	bombs := 0
+	for _, r := range e.ScoreAll(ctx, slices.Values([]Case{{ID: "b1", Input: map[string]any{}, Output: "bomb"}, {ID: "b2", Input: map[string]any{}, Output: "bomb"},
+		{ID: "b3", Input: map[string]any{}, Output: "bomb"}, {ID: "b4", Input: map[string]any{}, Output: "bomb"}}), 0) {
+		if r.Err != nil && r.Err.Message == "MemoryError" {
+			bombs++
+		}
+	}
+	fmt.Printf("BOMBS: %d MemoryError\n", bombs)
 	r = e.Score(ctx, Case{ID: "n", Input: map[string]any{}, Output: "next"})
 	require.Nil(t, r.Err, "%+v", r.Err)
 	fmt.Printf("NEXT: %s\n", r.Feedback)

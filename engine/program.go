@@ -16,8 +16,9 @@ const (
 	CheckRunSignature = "run signature"
 )
 
-// loadProgram imports program.py and checks run(artifact, input). GIL held.
-func (e *Engine) loadProgram(g *cpython.GIL, shown string) error {
+// loadProgram imports program.py into the main interpreter and checks
+// run(artifact, input). Its GIL is held.
+func (e *Engine) loadProgram(g *cpython.GIL, py *pyInterp, shown string) error {
 	path, err := filepath.Abs(shown)
 	if err != nil {
 		return e.fail(Check{Name: CheckProgramLoads, Message: err.Error()})
@@ -26,13 +27,14 @@ func (e *Engine) loadProgram(g *cpython.GIL, shown string) error {
 		return e.fail(Check{Name: CheckProgramLoads, Message: fmt.Sprintf("%s: no such file", shown)})
 	}
 	e.program = moduleName("program", path)
-	if e.pmod, err = e.importFile(g, path, e.program, shown, CheckProgramLoads); err != nil {
+	e.programPath = path
+	if py.pmod, err = e.importFile(g, py, path, e.program, shown, CheckProgramLoads); err != nil {
 		return err
 	}
-	if _, err := e.signature(g, "run_arity", e.pmod, CheckRunSignature); err != nil {
+	if _, err := e.signature(g, py, "run_arity", py.pmod, CheckRunSignature); err != nil {
 		return err
 	}
-	e.run, err = g.Attr(e.pmod, "run")
+	py.run, err = g.Attr(py.pmod, "run")
 	return err
 }
 
@@ -45,7 +47,7 @@ func (e *Engine) loadProgram(g *cpython.GIL, shown string) error {
 // Results come in input order with their index, with Result.Output set.
 // A run that raises or overruns RunTimeout gives an error of kind run.
 func (e *Engine) Evaluate(ctx context.Context, artifact any, cases iter.Seq[Case]) iter.Seq2[int, Result] {
-	if e.run == nil {
+	if e.interps[0].run == nil {
 		return func(yield func(int, Result) bool) {
 			i := 0
 			for c := range cases {

@@ -271,8 +271,10 @@ type batchRun struct {
 	intDone     []chan struct{} // closed when the interrupt got the GIL
 }
 
-// worker is a goroutine that scores batches with its own Caller.
+// worker is a goroutine that scores batches with its own Caller, in one
+// interpreter.
 type worker struct {
+	py      *pyInterp
 	caller  *cpython.Caller
 	slot    *skynetmod.Slot // the batch's observations, for the skynet module
 	retired atomic.Bool     // replaced after a stuck call; exits when it returns
@@ -284,12 +286,12 @@ type worker struct {
 	obs  []*Observation
 }
 
-func (e *Engine) startWorker() error {
-	c, err := cpython.NewCaller(e.logsLimit)
+func (e *Engine) startWorker(py *pyInterp) error {
+	c, err := py.in.NewCaller(e.logsLimit)
 	if err != nil {
 		return fmt.Errorf("engine: %w", err)
 	}
-	w := &worker{caller: c, slot: skynetmod.NewSlot()}
+	w := &worker{py: py, caller: c, slot: skynetmod.NewSlot()}
 	w.slot.SetModel(func(i int, inRun bool, req llm.Request) (string, error) { return e.callModel(w, i, inRun, req) })
 	e.poolMu.Lock()
 	e.pool = append(e.pool, w)
@@ -621,9 +623,9 @@ func (e *Engine) runBatch(w *worker, br *batchRun, args *cpython.BatchArgs, obs 
 	w.mu.Unlock()
 	var run *cpython.Object
 	if br.jobs[0].program {
-		run = e.run
+		run = w.py.run
 	}
-	finished := w.caller.ScoreBatch(br.b, e.score, run, e.nargs, args, e.cache, br.tokenBase, e.mode, w.slot.Handle(), batchBudget)
+	finished := w.caller.ScoreBatch(br.b, w.py.score, run, e.nargs, args, e.cache, br.tokenBase, e.mode, w.slot.Handle(), batchBudget)
 	e.scoreCalls.Add(int64(finished))
 	restoreCwd()
 	w.mu.Lock()
@@ -866,7 +868,7 @@ func (e *Engine) watch(w *worker) {
 	}
 	e.requeue(br.takeBackUnstarted())
 	if !e.closed.Load() {
-		e.startWorker()
+		e.startWorker(w.py)
 	}
 }
 

@@ -20,6 +20,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	samples := fs.Int("samples", engine.DefaultSamples, "number of sample cases to call score on")
 	asJSON := fs.Bool("json", false, `print {"ok": bool, "checks": [...]} as JSON`)
 	timeout := fs.Duration("timeout", engine.DefaultTimeout, "time limit per score call (at most 600s)")
+	interps := addInterpretersFlag(fs)
 	models := addModelFlags(fs)
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
@@ -43,7 +44,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	}
 	defer client.Close()
 	var checks []engine.Check
-	e, err := engine.Open(engine.Options{Metric: *metric, Samples: *samples, Timeout: *timeout, LLM: client})
+	e, err := engine.Open(engine.Options{Metric: *metric, Samples: *samples, Timeout: *timeout, LLM: client, Interpreters: int(*interps)})
 	var ce *engine.CheckError
 	switch {
 	case errors.As(err, &ce):

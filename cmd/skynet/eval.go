@@ -32,6 +32,7 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 	timeout := fs.Duration("timeout", engine.DefaultTimeout, "time limit per score call (at most 600s)")
 	runTimeout := fs.Duration("run-timeout", 0, "time limit per run call (default: --timeout, at most 600s)")
 	workers := fs.Int("workers", 1, "Python worker threads (more help when run or score wait on models)")
+	interps := addInterpretersFlag(fs)
 	models := addModelFlags(fs)
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
@@ -61,7 +62,7 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 	}
 	defer closeOut()
 	e, client, closeAll, code := openEngine("eval", stderr, models, engine.Options{Metric: *metric, Program: *program,
-		Timeout: *timeout, RunTimeout: *runTimeout, Workers: *workers})
+		Timeout: *timeout, RunTimeout: *runTimeout, Workers: *workers, Interpreters: int(*interps)})
 	if code != exitOK {
 		return code
 	}

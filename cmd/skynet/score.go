@@ -51,6 +51,7 @@ func runScore(args []string, stdout, stderr io.Writer) int {
 	resume := fs.Bool("resume", false, "continue an interrupted run: keep --out's finished results and score only the rest")
 	timeout := fs.Duration("timeout", engine.DefaultTimeout, "time limit per score call (at most 600s)")
 	workers := fs.Int("workers", 1, "Python worker threads (more help only when score waits on llm(); see README)")
+	interps := addInterpretersFlag(fs)
 	models := addModelFlags(fs)
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
@@ -77,7 +78,7 @@ func runScore(args []string, stdout, stderr io.Writer) int {
 	defer closeOut()
 
 	e, client, closeAll, code := openEngine("score", stderr, models,
-		engine.Options{Metric: *metric, Timeout: *timeout, Workers: *workers})
+		engine.Options{Metric: *metric, Timeout: *timeout, Workers: *workers, Interpreters: int(*interps)})
 	if code != exitOK {
 		return code
 	}

@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 
 	"github.com/skynetml/skynet/engine"
@@ -24,6 +26,9 @@ func openEngine(cmd string, stderr io.Writer, models modelFlags, opts engine.Opt
 	if e, err = engine.Open(opts); err != nil {
 		client.Close()
 		return nil, nil, nil, openFailed(stderr, cmd, err)
+	}
+	if why := e.Fallback(); why != "" {
+		fmt.Fprintf(stderr, "skynet %s: %s\n", cmd, why)
 	}
 	return e, client, func() { e.Close(); client.Close() }, exitOK
 }
@@ -52,4 +57,34 @@ func runPass(cmd string, e *engine.Engine, client *llm.Client, total int, done m
 	printResumed(summary, done)
 	printModelUse(summary, client)
 	return exitOK
+}
+
+// interpreters is the --interpreters flag: "auto" (0: one per CPU on
+// CPython 3.12+, else 1) or a count.
+type interpreters int
+
+func (n *interpreters) String() string {
+	if *n == 0 {
+		return "auto"
+	}
+	return strconv.Itoa(int(*n))
+}
+
+func (n *interpreters) Set(s string) error {
+	if s == "auto" {
+		*n = 0
+		return nil
+	}
+	v, err := strconv.Atoi(s)
+	if err != nil || v < 1 {
+		return fmt.Errorf(`want "auto" or a count of at least 1, got %q`, s)
+	}
+	*n = interpreters(v)
+	return nil
+}
+
+func addInterpretersFlag(fs *flag.FlagSet) *interpreters {
+	n := new(interpreters)
+	fs.Var(n, "interpreters", `Python interpreters scoring in parallel, each with its own GIL (CPython 3.12+): "auto" is one per CPU there and 1 before`)
+	return n
 }

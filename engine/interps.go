@@ -1,0 +1,137 @@
+package engine
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+
+	"github.com/skynetml/skynet/cpython"
+)
+
+// CheckInterpreters is listed when a metric that was to run in several
+// interpreters cannot load in a sub-interpreter: it says which import
+// refused, and that scoring runs in the main interpreter alone. It is a
+// notice, not a failure (OK is true): the metric works, on one core.
+const CheckInterpreters = "interpreters"
+
+// interpreterCount resolves Options.Interpreters: 0 is one per CPU where
+// sub-interpreters exist (3.12+), else 1.
+func interpreterCount(n int) int {
+	if n > 0 {
+		return n
+	}
+	if !cpython.SubInterpreters() {
+		return 1
+	}
+	return min(runtime.NumCPU(), cpython.MaxInterpreters)
+}
+
+// The process's sub-interpreters, made on demand and shared by engines
+// (each engine loads its own modules into them); never finalised.
+var (
+	subsMu sync.Mutex
+	subs   []*cpython.Interp
+)
+
+func subInterps(n int) ([]*cpython.Interp, error) {
+	subsMu.Lock()
+	defer subsMu.Unlock()
+	for len(subs) < n {
+		in, err := cpython.NewInterp()
+		if err != nil {
+			return nil, err
+		}
+		subs = append(subs, in)
+	}
+	return subs[:n], nil
+}
+
+// addInterps loads the metric (and program) into n sub-interpreters, at
+// once, each on its own thread. If any of them cannot, the engine scores in
+// the main interpreter alone, and the interpreters check says which
+// import refused.
+func (e *Engine) addInterps(n int, untrusted bool) {
+	ins, err := subInterps(n)
+	var copies []*pyInterp
+	if err == nil {
+		copies = make([]*pyInterp, n)
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i, in := range ins {
+			copies[i] = &pyInterp{in: in}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[i] = e.loadCopy(copies[i], untrusted)
+			}()
+		}
+		wg.Wait()
+		for _, cerr := range errs {
+			if cerr != nil && err == nil {
+				err = cerr
+			}
+		}
+	}
+	if err != nil {
+		for _, py := range copies {
+			e.unloadFrom(py)
+		}
+		e.fallback = fmt.Sprintf("scoring in the main interpreter only (one core): the metric cannot run in a sub-interpreter: %v", err)
+		e.loadChecks = append(e.loadChecks, Check{Name: CheckInterpreters, OK: true, Message: e.fallback})
+		return
+	}
+	e.interps = append(e.interps, copies...)
+}
+
+// Fallback says why the engine scores in the main interpreter alone although
+// more interpreters were asked for (Options.Interpreters), or is "".
+func (e *Engine) Fallback() string { return e.fallback }
+
+// loadCopy loads the metric (and program) already checked in the main
+// interpreter into py's.
+func (e *Engine) loadCopy(py *pyInterp, untrusted bool) error {
+	var err error
+	if gerr := py.in.WithGIL(func(g *cpython.GIL) {
+		if untrusted {
+			g.Untrusted(true)
+			defer g.Untrusted(false)
+		}
+		if py.loader, err = loaderOf(g, py.in); err != nil {
+			return
+		}
+		if py.mod, err = e.loadFile(g, py, e.path, e.module); err != nil {
+			return
+		}
+		if py.score, err = g.Attr(py.mod, "score"); err != nil || e.program == "" {
+			return
+		}
+		if py.pmod, err = e.loadFile(g, py, e.programPath, e.program); err != nil {
+			err = fmt.Errorf("program: %w", err)
+			return
+		}
+		py.run, err = g.Attr(py.pmod, "run")
+	}); gerr != nil {
+		return gerr
+	}
+	return err
+}
+
+// unloadFrom releases what the engine loaded into py's interpreter.
+func (e *Engine) unloadFrom(py *pyInterp) {
+	if py == nil || py.loader == nil {
+		return
+	}
+	py.in.WithGIL(func(g *cpython.GIL) {
+		g.Release(py.score)
+		g.Release(py.run)
+		for name, mod := range map[string]*cpython.Object{e.module: py.mod, e.program: py.pmod} {
+			if mod != nil {
+				g.Release(mod)
+				e.loaderCall(g, py, "unload", name)
+			}
+		}
+	})
+}
+
+// Interpreters is how many interpreters score in parallel (see Options.Interpreters).
+func (e *Engine) Interpreters() int { return len(e.interps) }
