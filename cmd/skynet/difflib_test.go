@@ -1,0 +1,63 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const difflibDir = "../../testdata/difflib/"
+
+// TestDifflibBenchmarkFiles keeps testdata/difflib/ usable for benchmarks:
+// make_cases.py reproduces the committed cases.jsonl byte for byte, and
+// skynet score, plain.py and pool.py give every case the same score and
+// feedback, all on the embedded CPython's own python3.
+func TestDifflibBenchmarkFiles(t *testing.T) {
+	cases := difflibDir + "cases.jsonl"
+	dir := t.TempDir()
+	engineOut := filepath.Join(dir, "engine.jsonl")
+	code, _, errOut := skynet("score", "--metric", difflibDir+"metric.py", "--data", cases, "--out", engineOut)
+	require.Equal(t, exitOK, code, errOut)
+	engine := difflibResults(t, engineOut)
+	require.Len(t, engine, 50)
+
+	python, err := embeddedPython() // the interpreter is running now
+	require.NoError(t, err)
+	want, err := os.ReadFile(cases)
+	require.NoError(t, err)
+	made, err := exec.Command(python, difflibDir+"make_cases.py", "50").Output()
+	require.NoError(t, err)
+	require.Equal(t, string(want), string(made), "make_cases.py 50 writes cases.jsonl")
+	for _, script := range []string{"plain.py", "pool.py"} {
+		out := filepath.Join(dir, script+".jsonl")
+		b, err := exec.Command(python, difflibDir+script, difflibDir+"metric.py", cases, out).CombinedOutput()
+		require.NoError(t, err, string(b))
+		assert.Equal(t, engine, difflibResults(t, out), script)
+	}
+	assert.Equal(t, "Similarity 0.888 to the expected text (108 vs 106 characters).", engine[0].Feedback)
+}
+
+type difflibResult struct {
+	ID       string
+	Score    float64
+	Feedback string
+}
+
+func difflibResults(t *testing.T, path string) []difflibResult {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var rs []difflibResult
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var r difflibResult
+		require.NoError(t, json.Unmarshal([]byte(l), &r), l)
+		rs = append(rs, r)
+	}
+	return rs
+}
