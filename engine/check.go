@@ -43,6 +43,7 @@ func (e *CheckError) Failed() Check { return e.Checks[len(e.Checks)-1] }
 // on the first Options.Samples cases, each return value validated. It never
 // stops at the first failing case of a check; the message names every one.
 func (e *Engine) Check(ctx context.Context, cases []Case) []Check {
+	<-e.interpsReady // their loading adds the interpreters check
 	checks := append([]Check(nil), e.loadChecks...)
 	samples := cases
 	if len(samples) > e.samples {

@@ -95,19 +95,22 @@ type Options struct {
 
 // Engine scores cases with one loaded metric.
 type Engine struct {
-	path        string
-	module      string // unique sys.modules name of the metric
-	timeout     time.Duration
-	samples     int
-	logsLimit   int
-	nargs       int // 2 or 3: how score is called
-	runTimeout  time.Duration
-	program     string // unique sys.modules name of the program, if any
-	programPath string
-	spec        *reward.Spec
-	loadChecks  []Check
-	interps     []*pyInterp // [0] is the main interpreter
-	fallback    string      // why sub-interpreters are not used, if they were asked for
+	path         string
+	module       string // unique sys.modules name of the metric
+	timeout      time.Duration
+	samples      int
+	logsLimit    int
+	nargs        int // 2 or 3: how score is called
+	runTimeout   time.Duration
+	program      string // unique sys.modules name of the program, if any
+	programPath  string
+	spec         *reward.Spec
+	loadChecks   []Check
+	main         *pyInterp
+	interpsMu    sync.Mutex
+	interps      []*pyInterp   // main first, then the sub-interpreters that loaded (interpsMu)
+	interpsReady chan struct{} // closed once every interpreter asked for has loaded or failed
+	fallback     string        // why sub-interpreters are not used, if they were asked for; set before interpsReady
 
 	jobs       chan *parcel
 	frontMu    sync.Mutex // requeued jobs go ahead of jobs: see requeue
@@ -285,7 +288,8 @@ func Open(opts Options) (*Engine, error) {
 		}
 	}
 	main := &pyInterp{in: cpython.Main()}
-	e.interps = []*pyInterp{main}
+	e.main, e.interps = main, []*pyInterp{main}
+	e.interpsReady = make(chan struct{})
 	var loadErr error
 	if err := main.in.WithGIL(func(g *cpython.GIL) {
 		if opts.Untrusted { // import-time code is untrusted too
@@ -299,23 +303,26 @@ func Open(opts Options) (*Engine, error) {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
 	if loadErr != nil {
+		close(e.interpsReady)
 		e.Close()
 		return nil, loadErr
 	}
-	if n := interpreterCount(opts.Interpreters); n > 1 {
-		e.addInterps(n-1, opts.Untrusted)
-	}
 	if e.cache, err = cpython.NewArgCache(argCacheBytes); err != nil {
+		close(e.interpsReady)
 		e.Close()
 		return nil, fmt.Errorf("engine: %w", err)
 	}
-	for _, py := range e.interps {
-		for i := 0; i < orDefault(opts.Workers, 1); i++ {
-			if err := e.startWorker(py); err != nil {
-				e.Close()
-				return nil, err
-			}
-		}
+	workers := orDefault(opts.Workers, 1)
+	if err := e.startWorkers(main, workers); err != nil {
+		close(e.interpsReady)
+		e.Close()
+		return nil, err
+	}
+	// The main interpreter scores at once; the others join when loaded.
+	if n := interpreterCount(opts.Interpreters); n > 1 {
+		go e.addInterps(n-1, workers, opts.Untrusted)
+	} else {
+		close(e.interpsReady)
 	}
 	go e.watchdog()
 	return e, nil
@@ -494,13 +501,14 @@ func (e *Engine) Close() error {
 		e.freeSpare()
 		done := make(chan struct{})
 		go func() {
+			<-e.interpsReady // no worker starts after this
 			e.workers.Wait()
 			// Taking the GIL waits behind C code that never releases it; the
 			// select below bounds how long Close waits for that.
 			if e.cache != nil {
 				e.cache.Close()
 			}
-			for _, py := range e.interps {
+			for _, py := range e.interps { // complete: interpsReady is closed
 				e.unloadFrom(py)
 			}
 			close(done)

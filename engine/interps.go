@@ -47,10 +47,12 @@ func subInterps(n int) ([]*cpython.Interp, error) {
 }
 
 // addInterps loads the metric (and program) into n sub-interpreters, at
-// once, each on its own thread. If any of them cannot, the engine scores in
-// the main interpreter alone, and the interpreters check says which
-// import refused.
-func (e *Engine) addInterps(n int, untrusted bool) {
+// once, each on its own thread, while the main interpreter already scores;
+// then starts their workers. If any of them cannot load it, the engine
+// scores in the main interpreter alone, and the interpreters check says
+// which import refused. It closes interpsReady when done.
+func (e *Engine) addInterps(n, workers int, untrusted bool) {
+	defer close(e.interpsReady)
 	ins, err := subInterps(n)
 	var copies []*pyInterp
 	if err == nil {
@@ -80,12 +82,35 @@ func (e *Engine) addInterps(n int, untrusted bool) {
 		e.loadChecks = append(e.loadChecks, Check{Name: CheckInterpreters, OK: true, Message: e.fallback})
 		return
 	}
+	// Every copy is kept for Close to unload, even one whose workers could
+	// not start (out of memory: the others score on).
+	e.interpsMu.Lock()
 	e.interps = append(e.interps, copies...)
+	e.interpsMu.Unlock()
+	for _, py := range copies {
+		if e.closed.Load() || e.startWorkers(py, workers) != nil {
+			return
+		}
+	}
+}
+
+// startWorkers starts n workers in py's interpreter.
+func (e *Engine) startWorkers(py *pyInterp, n int) error {
+	for i := 0; i < n; i++ {
+		if err := e.startWorker(py); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Fallback says why the engine scores in the main interpreter alone although
-// more interpreters were asked for (Options.Interpreters), or is "".
-func (e *Engine) Fallback() string { return e.fallback }
+// more interpreters were asked for (Options.Interpreters), or is "". It
+// waits until the sub-interpreters have loaded the metric.
+func (e *Engine) Fallback() string {
+	<-e.interpsReady
+	return e.fallback
+}
 
 // loadCopy loads the metric (and program) already checked in the main
 // interpreter into py's.
@@ -133,5 +158,12 @@ func (e *Engine) unloadFrom(py *pyInterp) {
 	})
 }
 
-// Interpreters is how many interpreters score in parallel (see Options.Interpreters).
-func (e *Engine) Interpreters() int { return len(e.interps) }
+// Interpreters is how many interpreters score in parallel (see
+// Options.Interpreters). The main interpreter scores from Open on, the
+// others once they have loaded the metric: Interpreters waits for them.
+func (e *Engine) Interpreters() int {
+	<-e.interpsReady
+	e.interpsMu.Lock()
+	defer e.interpsMu.Unlock()
+	return len(e.interps)
+}

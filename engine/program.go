@@ -47,7 +47,7 @@ func (e *Engine) loadProgram(g *cpython.GIL, py *pyInterp, shown string) error {
 // Results come in input order with their index, with Result.Output set.
 // A run that raises or overruns RunTimeout gives an error of kind run.
 func (e *Engine) Evaluate(ctx context.Context, artifact any, cases iter.Seq[Case]) iter.Seq2[int, Result] {
-	if e.interps[0].run == nil {
+	if e.main.run == nil {
 		return func(yield func(int, Result) bool) {
 			i := 0
 			for c := range cases {

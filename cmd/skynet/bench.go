@@ -30,6 +30,9 @@ var workerScript string
 //go:embed baseline/script.py
 var plainScript string
 
+//go:embed baseline/pool.py
+var poolScript string
+
 // benchReport is what `skynet bench --json` prints. Times are medians over
 // --runs runs, each path measured side by side in every run.
 type benchReport struct {
@@ -46,6 +49,12 @@ type benchReport struct {
 	// run; absent where it cannot be measured. The engine's two threads
 	// hand work over at that cost, the Python loop never does.
 	CoreRoundTripNS []float64 `json:"core_round_trip_ns,omitempty"`
+	// Interpreters is how many interpreters the engine paths used; with
+	// --file and more than one, the file is also scored with one, and by a
+	// multiprocessing.Pool script with as many processes.
+	Interpreters int `json:"interpreters"`
+	// Python is the python3 the baselines ran: the embedded CPython's own.
+	Python string `json:"python"`
 }
 
 // The SPEC §6 bars each ratio is held to.
@@ -59,6 +68,21 @@ var benchBars = []struct {
 	{"subprocess_pipelined_vs_engine", 25, false},
 	{"subprocess_per_case_vs_engine", 10000, false},
 	{"python_script_vs_skynet_score", 1, false},
+	// With --file and --interpreters N > 1 (for a metric that does real
+	// work: testdata/difflib): N interpreters against one, against a
+	// multiprocessing.Pool(N) script, and one interpreter against the
+	// plain script run by the same CPython build (per-core speed).
+	{"interpreters_speedup", 0, false}, // the limit is 0.85 x N, set per run
+	{"python_pool_vs_skynet_score", 1, false},
+	{"python_script_vs_skynet_score_1", 1, false},
+}
+
+// barLimit is a bar's limit for a run with n interpreters.
+func barLimit(name string, limit float64, n int) float64 {
+	if name == "interpreters_speedup" {
+		return 0.85 * float64(n)
+	}
+	return limit
 }
 
 func runBench(args []string, stdout, stderr io.Writer) int {
@@ -69,7 +93,9 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	perProcess := fs.Int("per-process-cases", 20, "cases for the new-process-per-case baseline (it is slow)")
 	file := fs.String("file", "", "also compare `skynet score` on this JSONL file with the plain Python script")
 	runs := fs.Int("runs", 3, "runs; each figure is the median")
-	workers := fs.Int("workers", 1, "engine workers")
+	workers := fs.Int("workers", 1, "engine workers (per interpreter)")
+	interps := addInterpretersFlag(fs)
+	fileOnly := fs.Bool("file-only", false, "with --file, run only the file paths (for metrics too slow for the per-case baselines)")
 	python := fs.String("python", "", "python3 for the subprocess baselines (default: the embedded CPython's own executable)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	if code, ok := parseFlags(fs, args, stderr); !ok {
@@ -86,17 +112,25 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "skynet bench: --cases, --runs and --per-process-cases must be at least 1")
 		return exitUsage
 	}
+	if *fileOnly && *file == "" {
+		fmt.Fprintln(stderr, "skynet bench: --file-only needs --file")
+		return exitUsage
+	}
 	cases, lines, err := benchCases(*data, *n)
 	if err != nil {
 		fmt.Fprintf(stderr, "skynet bench: %v\n", err)
 		return exitUsage
 	}
-	e, err := engine.Open(engine.Options{Metric: *metric, Workers: *workers})
+	e, err := engine.Open(engine.Options{Metric: *metric, Workers: *workers, Interpreters: int(*interps)})
 	if err != nil {
 		fmt.Fprintf(stderr, "skynet bench: %v\n", err)
 		return exitCheck
 	}
 	defer e.Close()
+	if why := e.Fallback(); why != "" {
+		fmt.Fprintf(stderr, "skynet bench: %s\n", why)
+	}
+	nInterps := e.Interpreters()
 	if *python == "" {
 		if *python, err = embeddedPython(); err != nil {
 			fmt.Fprintf(stderr, "skynet bench: %v\n", err)
@@ -111,8 +145,10 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	defer os.RemoveAll(tmp)
 	worker := filepath.Join(tmp, "worker.py")
 	script := filepath.Join(tmp, "script.py")
+	pool := filepath.Join(tmp, "pool.py")
 	os.WriteFile(worker, []byte(workerScript), 0o644)
 	os.WriteFile(script, []byte(plainScript), 0o644)
+	os.WriteFile(pool, []byte(poolScript), 0o644)
 
 	b := &bench{e: e, cases: cases, lines: lines, python: *python, metric: *metric, worker: worker}
 	samples := map[string][]float64{}
@@ -135,16 +171,27 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		if r%2 == 1 { // the engine and the loop it is held to swap places every run
 			steps[0], steps[1] = steps[1], steps[0]
 		}
+		if *fileOnly {
+			steps = steps[:0]
+		}
 		if *file != "" {
-			steps = append(steps,
-				struct {
-					name string
-					fn   func() (float64, error)
-				}{"skynet_score_file", func() (float64, error) { return b.cliFile(*file, tmp, *workers) }},
-				struct {
-					name string
-					fn   func() (float64, error)
-				}{"python_script_file", func() (float64, error) { return b.scriptFile(*file, tmp, script) }})
+			type step = struct {
+				name string
+				fn   func() (float64, error)
+			}
+			fileSteps := []step{
+				{"skynet_score_file", func() (float64, error) { return b.cliFile(*file, tmp, *workers, nInterps) }},
+				{"python_script_file", func() (float64, error) { return b.scriptFile(*file, tmp, script) }},
+			}
+			if nInterps > 1 {
+				fileSteps = append(fileSteps,
+					step{"skynet_score_file_1", func() (float64, error) { return b.cliFile(*file, tmp, *workers, 1) }},
+					step{"python_pool_file", func() (float64, error) { return b.poolFile(*file, tmp, pool, nInterps) }})
+			}
+			if r%2 == 1 { // each file path runs first every other run
+				slices.Reverse(fileSteps)
+			}
+			steps = append(steps, fileSteps...)
 		}
 		for _, s := range steps {
 			runtime.GC() // as testing does before a benchmark: no collection left running into the next path
@@ -157,22 +204,32 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	rep := benchReport{Cases: *n, Runs: *runs, NSPerCase: map[string]float64{}, Ratios: map[string]float64{}, Bars: map[string]bool{}, Samples: samples,
-		CoreRoundTripNS: roundTrips}
+		CoreRoundTripNS: roundTrips, Interpreters: nInterps, Python: *python}
 	for k, v := range samples {
 		rep.NSPerCase[k] = median(v)
 	}
 	ns := rep.NSPerCase
-	rep.Ratios["engine_vs_python_loop"] = ns["engine"] / ns["python_loop"]
-	rep.Ratios["engine_vs_python_loop_shared"] = ns["engine"] / ns["python_loop_shared"] // no bar: see pythonLoop
-	rep.Ratios["subprocess_lockstep_vs_engine"] = ns["subprocess_lockstep"] / ns["engine"]
-	rep.Ratios["subprocess_pipelined_vs_engine"] = ns["subprocess_pipelined"] / ns["engine"]
-	rep.Ratios["subprocess_per_case_vs_engine"] = ns["subprocess_per_case"] / ns["engine"]
+	if !*fileOnly {
+		rep.Ratios["engine_vs_python_loop"] = ns["engine"] / ns["python_loop"]
+		rep.Ratios["engine_vs_python_loop_shared"] = ns["engine"] / ns["python_loop_shared"] // no bar: see pythonLoop
+		rep.Ratios["subprocess_lockstep_vs_engine"] = ns["subprocess_lockstep"] / ns["engine"]
+		rep.Ratios["subprocess_pipelined_vs_engine"] = ns["subprocess_pipelined"] / ns["engine"]
+		rep.Ratios["subprocess_per_case_vs_engine"] = ns["subprocess_per_case"] / ns["engine"]
+	}
 	if *file != "" {
 		rep.Ratios["python_script_vs_skynet_score"] = ns["python_script_file"] / ns["skynet_score_file"]
+		one := "skynet_score_file"
+		if nInterps > 1 {
+			one = "skynet_score_file_1"
+			rep.Ratios["interpreters_speedup"] = ns["skynet_score_file_1"] / ns["skynet_score_file"]
+			rep.Ratios["python_pool_vs_skynet_score"] = ns["python_pool_file"] / ns["skynet_score_file"]
+		}
+		rep.Ratios["python_script_vs_skynet_score_1"] = ns["python_script_file"] / ns[one]
 	}
 	for _, bar := range benchBars {
 		if r, ok := rep.Ratios[bar.name]; ok {
-			rep.Bars[bar.name] = (bar.atMost && r <= bar.limit) || (!bar.atMost && r >= bar.limit)
+			limit := barLimit(bar.name, bar.limit, nInterps)
+			rep.Bars[bar.name] = (bar.atMost && r <= limit) || (!bar.atMost && r >= limit)
 		}
 	}
 	if *asJSON {
@@ -181,7 +238,8 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		enc.Encode(rep)
 		return exitOK
 	}
-	fmt.Fprintf(stdout, "%d cases per path, median of %d run(s), %d engine worker(s)\n\n", *n, *runs, *workers)
+	fmt.Fprintf(stdout, "%d cases per path, median of %d run(s), %d interpreter(s) x %d engine worker(s); baselines run %s\n\n",
+		*n, *runs, nInterps, *workers, *python)
 	names := make([]string, 0, len(ns))
 	for k := range ns {
 		names = append(names, k)
@@ -203,10 +261,12 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		if !rep.Bars[bar.name] {
 			verdict = "NOT met"
 		}
-		fmt.Fprintf(stdout, "  %-32s %10.2f   (bar %s %g: %s)\n", bar.name, r, op, bar.limit, verdict)
+		fmt.Fprintf(stdout, "  %-32s %10.2f   (bar %s %g: %s)\n", bar.name, r, op, barLimit(bar.name, bar.limit, nInterps), verdict)
 	}
-	fmt.Fprintf(stdout, "  %-32s %10.2f   (no bar: the loop's equal cases share objects, as the engine's cache does)\n",
-		"engine_vs_python_loop_shared", rep.Ratios["engine_vs_python_loop_shared"])
+	if !*fileOnly {
+		fmt.Fprintf(stdout, "  %-32s %10.2f   (no bar: the loop's equal cases share objects, as the engine's cache does)\n",
+			"engine_vs_python_loop_shared", rep.Ratios["engine_vs_python_loop_shared"])
+	}
 	if len(roundTrips) > 0 {
 		fmt.Fprintf(stdout, "\n  cross-core round trip %.0f ns (median of %d runs; on the README's 2-vCPU VM about 110 ns\n"+
 			"  when its host is quiet, 400-600 when busy: the engine hands work between two CPUs, the loop uses one)\n",
@@ -314,6 +374,9 @@ type bench struct {
 	metric string
 	worker string
 	scores []float64 // the engine's, to check the baselines against
+
+	fileScores     []float64 // the first file path's, to check the others against
+	fileScoresFrom string
 }
 
 func (b *bench) engine() (float64, error) {
@@ -476,36 +539,85 @@ func (b *bench) perProcess(n int) (float64, error) {
 }
 
 // cliFile times `skynet score` on a file, as a new process, end to end.
-func (b *bench) cliFile(file, tmp string, workers int) (float64, error) {
+func (b *bench) cliFile(file, tmp string, workers, interps int) (float64, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return 0, err
 	}
-	lines, err := countLines(file)
-	if err != nil {
-		return 0, err
-	}
-	start := time.Now()
-	cmd := exec.Command(self, "score", "--metric", b.metric, "--data", file, "--out", filepath.Join(tmp, "skynet.jsonl"),
-		"--workers", strconv.Itoa(workers))
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return 0, fmt.Errorf("%v: %s", err, out)
-	}
-	return float64(time.Since(start).Nanoseconds()) / float64(lines), nil
+	return b.timeFile(file, filepath.Join(tmp, fmt.Sprintf("skynet-%d.jsonl", interps)), self, "score", "--metric", b.metric,
+		"--data", file, "--out", filepath.Join(tmp, fmt.Sprintf("skynet-%d.jsonl", interps)),
+		"--workers", strconv.Itoa(workers), "--interpreters", strconv.Itoa(interps))
 }
 
 // scriptFile times the plain Python script a user would write, end to end.
 func (b *bench) scriptFile(file, tmp, script string) (float64, error) {
+	out := filepath.Join(tmp, "script.jsonl")
+	return b.timeFile(file, out, b.python, script, b.metric, file, out)
+}
+
+// poolFile times the multiprocessing.Pool(n) script, end to end.
+func (b *bench) poolFile(file, tmp, pool string, n int) (float64, error) {
+	out := filepath.Join(tmp, "pool.jsonl")
+	return b.timeFile(file, out, b.python, pool, b.metric, file, out, strconv.Itoa(n))
+}
+
+// timeFile runs a command that scores file into out, end to end, and checks
+// out score for score against the first file path's results.
+func (b *bench) timeFile(file, out, name string, args ...string) (float64, error) {
 	lines, err := countLines(file)
 	if err != nil {
 		return 0, err
 	}
 	start := time.Now()
-	cmd := exec.Command(b.python, script, b.metric, file, filepath.Join(tmp, "script.jsonl"))
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return 0, fmt.Errorf("%v: %s", err, out)
+	cmd := exec.Command(name, args...)
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		return 0, fmt.Errorf("%v: %s", err, msg)
 	}
-	return float64(time.Since(start).Nanoseconds()) / float64(lines), nil
+	ns := float64(time.Since(start).Nanoseconds()) / float64(lines)
+	scores, err := fileScores(out)
+	if err != nil {
+		return 0, err
+	}
+	if b.fileScores == nil {
+		b.fileScores, b.fileScoresFrom = scores, filepath.Base(out)
+	} else if err := sameScores(b.fileScores, scores); err != nil {
+		return 0, fmt.Errorf("%s against %s: %v", filepath.Base(out), b.fileScoresFrom, err)
+	}
+	return ns, nil
+}
+
+// fileScores reads the scores of a results file, in order.
+func fileScores(path string) ([]float64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var scores []float64
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<30)
+	for sc.Scan() {
+		var r struct {
+			Score float64 `json:"score"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			return nil, fmt.Errorf("%s line %d: %v", path, len(scores)+1, err)
+		}
+		scores = append(scores, r.Score)
+	}
+	return scores, sc.Err()
+}
+
+func sameScores(want, got []float64) error {
+	if len(want) != len(got) {
+		return fmt.Errorf("%d results, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if want[i] != got[i] {
+			return fmt.Errorf("line %d scored %v, want %v", i+1, got[i], want[i])
+		}
+	}
+	return nil
 }
 
 func countLines(path string) (int, error) {

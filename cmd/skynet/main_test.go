@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skynetml/skynet/cpython"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -262,17 +263,85 @@ func TestBenchReport(t *testing.T) {
 	var rep benchReport
 	require.NoError(t, json.Unmarshal(out, &rep), string(out))
 	assert.Equal(t, 300, rep.Cases)
-	for _, k := range []string{"engine", "python_loop", "python_loop_shared", "subprocess_lockstep",
-		"subprocess_pipelined", "subprocess_per_case", "skynet_score_file", "python_script_file"} {
+	paths := []string{"engine", "python_loop", "python_loop_shared", "subprocess_lockstep",
+		"subprocess_pipelined", "subprocess_per_case", "skynet_score_file", "python_script_file"}
+	if rep.Interpreters > 1 {
+		paths = append(paths, "skynet_score_file_1", "python_pool_file")
+	}
+	for _, k := range paths {
 		assert.Greater(t, rep.NSPerCase[k], 0.0, k)
 	}
+	assert.Len(t, rep.NSPerCase, len(paths))
 	for _, bar := range benchBars {
+		if rep.Interpreters == 1 && (bar.name == "interpreters_speedup" || bar.name == "python_pool_vs_skynet_score") {
+			assert.NotContains(t, rep.Ratios, bar.name, "one interpreter: nothing to compare")
+			continue
+		}
 		assert.Contains(t, rep.Ratios, bar.name)
 		assert.Contains(t, rep.Bars, bar.name)
 	}
+	assert.NotEmpty(t, rep.Python)
 	assert.InDelta(t, rep.NSPerCase["engine"]/rep.NSPerCase["python_loop"], rep.Ratios["engine_vs_python_loop"], 1e-9)
 	if _, ok := coreRoundTrip(); ok { // this machine can measure it, so the command did too
 		require.Len(t, rep.CoreRoundTripNS, rep.Runs)
 		assert.Greater(t, rep.CoreRoundTripNS[0], 0.0)
 	}
+}
+
+// The CPU-heavy comparison: file paths only, every one checked score for
+// score against the first inside the command.
+func TestBenchFileOnly(t *testing.T) {
+	cmd := exec.Command(binary(t), "bench", "--metric", "../../testdata/difflib/metric.py", "--runs", "1",
+		"--file", "../../testdata/difflib/cases.jsonl", "--file-only", "--interpreters", "1", "--json")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, stderr.String())
+	var rep benchReport
+	require.NoError(t, json.Unmarshal(out, &rep), string(out))
+	assert.Equal(t, 1, rep.Interpreters)
+	assert.ElementsMatch(t, []string{"skynet_score_file", "python_script_file"}, keys(rep.NSPerCase))
+	assert.ElementsMatch(t, []string{"python_script_vs_skynet_score", "python_script_vs_skynet_score_1"}, keys(rep.Ratios))
+	code, _, errOut := skynet("bench", "--metric", "../../testdata/difflib/metric.py", "--file-only")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, errOut, "--file-only needs --file")
+}
+
+func keys[V any](m map[string]V) []string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	return ks
+}
+
+func TestInterpretersFlag(t *testing.T) {
+	code, _, errOut := skynet("score", "--metric", example+"metric.py", "--data", example+"cases.jsonl", "--interpreters", "0")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, errOut, `want "auto" or a count of at least 1, got "0"`)
+	code, out, errOut := skynet("score", "--metric", example+"metric.py", "--data", example+"cases.jsonl", "--interpreters", "2")
+	if !cpython.SubInterpreters() {
+		assert.NotEqual(t, exitOK, code)
+		assert.Contains(t, errOut, "needs CPython 3.12 or later")
+		assert.Contains(t, errOut, "embeds CPython "+cpython.PythonVersion())
+		return
+	}
+	require.Equal(t, exitOK, code, errOut)
+	assert.Len(t, resultLines(t, out), 6)
+	assert.NotContains(t, errOut, "main interpreter only")
+
+	// A metric that cannot load in a sub-interpreter says so once and scores.
+	metric := filepath.Join(t.TempDir(), "metric.py")
+	require.NoError(t, os.WriteFile(metric, []byte("import _testsinglephase\ndef score(i, o, e=None):\n    return 1.0, {'feedback': 'ok'}\n"), 0o644))
+	code, out, errOut = skynet("score", "--metric", metric, "--data", example+"cases.jsonl", "--interpreters", "2")
+	if strings.Contains(errOut, "No module named '_testsinglephase'") {
+		t.Skip("this CPython has no _testsinglephase module")
+	}
+	require.Equal(t, exitOK, code, errOut)
+	assert.Len(t, resultLines(t, out), 6)
+	assert.Equal(t, 1, strings.Count(errOut, "scoring in the main interpreter only"), errOut)
+	assert.Contains(t, errOut, "_testsinglephase does not support loading in subinterpreters")
+	code, out, _ = skynet("check", "--metric", metric, "--data", example+"cases.jsonl", "--interpreters", "2")
+	assert.Equal(t, exitOK, code, "a fallback does not fail the check")
+	assert.Contains(t, out, "interpreters: scoring in the main interpreter only")
 }

@@ -27,9 +27,6 @@ func openEngine(cmd string, stderr io.Writer, models modelFlags, opts engine.Opt
 		client.Close()
 		return nil, nil, nil, openFailed(stderr, cmd, err)
 	}
-	if why := e.Fallback(); why != "" {
-		fmt.Fprintf(stderr, "skynet %s: %s\n", cmd, why)
-	}
 	return e, client, func() { e.Close(); client.Close() }, exitOK
 }
 
@@ -52,6 +49,9 @@ func runPass(cmd string, e *engine.Engine, client *llm.Client, total int, done m
 	if err != nil {
 		fmt.Fprintf(stderr, "skynet %s: %v\n", cmd, err)
 		return exitUsage
+	}
+	if why := e.Fallback(); why != "" { // known once the sub-interpreters tried to load the metric
+		fmt.Fprintf(stderr, "skynet %s: %s\n", cmd, why)
 	}
 	st.print(summary, ctx.Err() != nil)
 	printResumed(summary, done)
