@@ -293,3 +293,60 @@ def f():
 		0.5,
 	}, v)
 }
+
+// The module works the same in a sub-interpreter, with its own state: its
+// LLMError, its read-only flag, the case's observation and model calls.
+func TestModuleInSubInterpreter(t *testing.T) {
+	if !cpython.SubInterpreters() {
+		t.Skipf("CPython %s has no per-interpreter GIL", cpython.PythonVersion())
+	}
+	sub, err := cpython.NewInterp()
+	require.NoError(t, err)
+	src := `
+import skynet
+def f():
+    out = [skynet.observation()["run_ms"], skynet.llm("Judge.", input="x")]
+    try:
+        skynet.llm("fail please")
+    except skynet.LLMError as exc:
+        out.append(type(exc).__module__ + "." + type(exc).__name__)
+    try:
+        skynet.observation = None
+    except AttributeError as exc:
+        out.append(str(exc))
+    out.append(id(skynet.LLMError))
+    return out
+`
+	var results [][]any
+	for _, in := range []*cpython.Interp{cpython.Main(), sub} {
+		var fn *cpython.Object
+		require.NoError(t, in.WithGIL(func(g *cpython.GIL) {
+			moduleSeq++
+			mod, err := g.ExecModule("skynetmod_test_"+strings.Repeat("x", moduleSeq), "<metric>", src)
+			require.NoError(t, err)
+			fn, err = g.Attr(mod, "f")
+			require.NoError(t, err)
+			g.Release(mod)
+		}))
+		c, err := in.NewCaller(0)
+		require.NoError(t, err)
+		slot := NewSlot()
+		slot.Set([]*Observation{{RunMS: ptr(42.0)}})
+		slot.SetModel(func(i int, inRun bool, req llm.Request) (string, error) {
+			if req.Instructions == "fail please" {
+				return "", &llm.Error{Model: "m/x", Attempts: 1, Status: 500, Msg: "boom"}
+			}
+			return "PASS " + req.Input, nil
+		})
+		v, err := c.Call(fn, nil, 0, cpython.NewToken(), false, slot.Handle())
+		slot.Close()
+		c.Close()
+		require.NoError(t, err)
+		results = append(results, v.([]any))
+	}
+	for _, r := range results {
+		assert.Equal(t, []any{42.0, "PASS x", "skynet.LLMError",
+			"the skynet module is read-only: cannot replace skynet.observation (measurements live in the host)"}, r[:4])
+	}
+	assert.NotEqual(t, results[0][4], results[1][4], "each interpreter has its own LLMError")
+}
