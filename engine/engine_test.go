@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"sync"
@@ -251,8 +252,14 @@ def score(input, output, expected=None):
 		r := e.Score(ctx, Case{ID: kind, Input: map[string]any{}, Output: kind})
 		require.NotNil(t, r.Err, kind)
 		assert.Equal(t, KindException, r.Err.Kind, kind)
-		assert.Equal(t, want, r.Err.Message, kind)
-		assert.Equal(t, want, r.Feedback, "%s: optimizer sees type and message only", kind)
+		if kind == "recurse" {
+			// CPython 3.10 names where the limit was hit: "... exceeded in
+			// comparison" here (k == "zero"), or "while calling a Python object".
+			assert.Regexp(t, "^"+regexp.QuoteMeta(want)+"( in comparison| while calling a Python object)?$", r.Err.Message)
+		} else {
+			assert.Equal(t, want, r.Err.Message, kind)
+		}
+		assert.Equal(t, r.Err.Message, r.Feedback, "%s: optimizer sees type and message only", kind)
 		assert.Contains(t, r.Err.Traceback, "metric.py", kind)
 		assert.NotContains(t, r.Feedback, "Traceback", kind)
 		// The next case goes on as normal.
