@@ -2,7 +2,7 @@
 #   make run    score the exact-match example in testdata/
 #   make test   run the whole test suite
 # PYTHON=/path/to/python3 builds and tests against that CPython (3.10-3.13)
-# instead of Debian's python3-embed.
+# instead of Debian's python3-embed; make test-pythons tries every one found.
 GO      ?= go
 BIN     := bin/skynet
 EXAMPLE := testdata/exact_match
@@ -12,11 +12,12 @@ EXAMPLE := testdata/exact_match
 # LIBDIR. A PYTHON exported in the environment (node-gyp uses one) is ignored,
 # so it cannot change the default build.
 PY := $(if $(filter command line,$(origin PYTHON)),$(PYTHON))
+GO_PLAIN := $(GO)
 ifneq ($(PY),)
 override GO := build/pyenv.sh $(PY) $(GO)
 endif
 
-.PHONY: all deps build run check test vet fmt-check asan bench bench-cli soak fuzz clean
+.PHONY: all deps build run check test test-pythons vet fmt-check asan bench bench-cli soak fuzz clean
 
 all: build
 
@@ -42,6 +43,11 @@ test: deps fmt-check vet
 	$(GO) test -count=1 -race ./...
 	$(MAKE) --no-print-directory asan
 	$(MAKE) --no-print-directory fuzz FUZZTIME=5000x
+
+# go test ./... against each shared CPython 3.10-3.13 found (pyenv's, and
+# python3.1X on PATH), one line each; -race, ASan and fuzz stay in make test.
+test-pythons:
+	@GO='$(GO_PLAIN)' bash build/test-pythons.sh
 
 # The C layer under AddressSanitizer and LeakSanitizer. libpython's own
 # allocations are suppressed: the interpreter is never finalised, so what it
