@@ -1,16 +1,28 @@
 # Two commands do everything on a fresh Debian machine with Go installed:
 #   make run    score the exact-match example in testdata/
 #   make test   run the whole test suite
+# PYTHON=/path/to/python3 builds and tests against that CPython (3.10-3.13)
+# instead of Debian's python3-embed; make test-pythons tries every one found.
 GO      ?= go
 BIN     := bin/skynet
 EXAMPLE := testdata/exact_match
 
-.PHONY: all deps build run check test vet fmt-check asan bench bench-cli soak fuzz clean
+# With PYTHON= on the command line, every go command runs in build/pyenv.sh's
+# environment: pkg-config finds PYTHON's python-3.X-embed, and an rpath to its
+# LIBDIR. A PYTHON exported in the environment (node-gyp uses one) is ignored,
+# so it cannot change the default build.
+PY := $(if $(filter command line,$(origin PYTHON)),$(PYTHON))
+GO_PLAIN := $(GO)
+ifneq ($(PY),)
+override GO := build/pyenv.sh $(PY) $(GO)
+endif
+
+.PHONY: all deps build run check test test-pythons vet fmt-check asan bench bench-cli soak fuzz clean
 
 all: build
 
 deps:
-	@bash build/deps.sh
+	@bash build/deps.sh $(PY)
 
 build: deps
 	$(GO) build -o $(BIN) ./cmd/skynet
@@ -32,6 +44,11 @@ test: deps fmt-check vet
 	$(MAKE) --no-print-directory asan
 	$(MAKE) --no-print-directory fuzz FUZZTIME=5000x
 
+# go test ./... against each shared CPython 3.10-3.13 found (pyenv's, and
+# python3.1X on PATH), one line each; -race, ASan and fuzz stay in make test.
+test-pythons:
+	@GO='$(GO_PLAIN)' bash build/test-pythons.sh
+
 # The C layer under AddressSanitizer and LeakSanitizer. libpython's own
 # allocations are suppressed: the interpreter is never finalised, so what it
 # holds at exit is not a leak (build/lsan.supp).
@@ -47,7 +64,7 @@ bench: deps
 	taskset -c 0 $(GO) test -run='^$$' -bench=ScoreAllFile -benchtime=300000x -count=3 ./engine
 
 bench-cli: build
-	python3 -c "import sys; l=open('$(EXAMPLE)/cases.jsonl').read().splitlines(); open('bin/big.jsonl','w').write(''.join(l[i%len(l)]+'\n' for i in range(200000)))"
+	$(or $(PY),python3) -c "import sys; l=open('$(EXAMPLE)/cases.jsonl').read().splitlines(); open('bin/big.jsonl','w').write(''.join(l[i%len(l)]+'\n' for i in range(200000)))"
 	./$(BIN) bench --metric $(EXAMPLE)/metric.py --cases 50000 --runs 5 --file bin/big.jsonl
 
 # The full soaks: RSS after 1,000,000 cases within 5 MB of RSS after 10,000,

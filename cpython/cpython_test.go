@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/big"
 	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -192,7 +193,13 @@ def f(kind):
 			_, err := th.CallValue(f, kind)
 			pe, ok := AsError(err)
 			require.True(t, ok, kind)
-			assert.Equal(t, want, pe.Error(), kind)
+			if kind == "recurse" {
+				// CPython 3.10 names where the limit was hit: "... exceeded in
+				// comparison" here (kind == "zero"), or "while calling a Python object".
+				assert.Regexp(t, "^"+regexp.QuoteMeta(want)+"( in comparison| while calling a Python object)?$", pe.Error())
+			} else {
+				assert.Equal(t, want, pe.Error(), kind)
+			}
 			assert.Contains(t, pe.Traceback, "Traceback (most recent call last)", kind)
 			assert.Contains(t, pe.Traceback, `<test>", line`, kind)
 		}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -252,8 +253,14 @@ def score(input, output, expected=None):
 		r := e.Score(ctx, Case{ID: kind, Input: map[string]any{}, Output: kind})
 		require.NotNil(t, r.Err, kind)
 		assert.Equal(t, KindException, r.Err.Kind, kind)
-		assert.Equal(t, want, r.Err.Message, kind)
-		assert.Equal(t, want, r.Feedback, "%s: optimizer sees type and message only", kind)
+		if kind == "recurse" {
+			// CPython 3.10 names where the limit was hit: "... exceeded in
+			// comparison" here (k == "zero"), or "while calling a Python object".
+			assert.Regexp(t, "^"+regexp.QuoteMeta(want)+"( in comparison| while calling a Python object)?$", r.Err.Message)
+		} else {
+			assert.Equal(t, want, r.Err.Message, kind)
+		}
+		assert.Equal(t, r.Err.Message, r.Feedback, "%s: optimizer sees type and message only", kind)
 		assert.Contains(t, r.Err.Traceback, "metric.py", kind)
 		assert.NotContains(t, r.Feedback, "Traceback", kind)
 		// The next case goes on as normal.
@@ -425,11 +432,7 @@ func TestVirtualenv(t *testing.T) {
 	if os.Getenv("SKYNET_TEST_VENV_CHILD") != "" {
 		return
 	}
-	version, err := exec.Command("pkg-config", "--modversion", "python3-embed").Output()
-	require.NoError(t, err)
-	prefix, err := exec.Command("pkg-config", "--variable=exec_prefix", "python3-embed").Output()
-	require.NoError(t, err)
-	python := filepath.Join(strings.TrimSpace(string(prefix)), "bin", "python"+strings.TrimSpace(string(version)))
+	python := embeddedPython(t)
 	venv := filepath.Join(t.TempDir(), "venv")
 	out, err := exec.Command(python, "-m", "venv", "--system-site-packages", "--without-pip", venv).CombinedOutput()
 	require.NoError(t, err, string(out))
@@ -450,6 +453,21 @@ def score(input, output, expected=None):
 	out, err = cmd.CombinedOutput()
 	require.NoError(t, err, string(out))
 	assert.Contains(t, string(out), "FEEDBACK: venv pth "+venv+"\n")
+}
+
+// embeddedPython is the python executable of the installation the embedded
+// interpreter runs from, whichever CPython the build chose (make PYTHON=...),
+// so a venv made with it is one that interpreter can use.
+func embeddedPython(t *testing.T) string {
+	e := open(t, Options{Metric: writeMetric(t, `
+import os, sys
+def score(input, output, expected=None):
+    v = sys.version_info
+    return 1.0, {"feedback": os.path.join(sys.base_exec_prefix, "bin", f"python{v.major}.{v.minor}")}
+`)})
+	r := e.Score(ctx, Case{ID: "1", Input: map[string]any{}})
+	require.Nil(t, r.Err, "%+v", r.Err)
+	return r.Feedback
 }
 
 func TestVirtualenvChild(t *testing.T) {

@@ -6,6 +6,7 @@
 //	skynet eval --program program.py --artifact FILE --metric metric.py --data DATASET [--split val]
 //	skynet bench --metric PATH [--data CASES.jsonl] [--cases N] [--file CASES.jsonl] [--runs 3] [--json]
 //	skynet stub DIR
+//	skynet version
 package main
 
 import (
@@ -37,6 +38,7 @@ Usage:
               [--inputs a,b] [--outputs label] [--limit N] [--sample N --seed S] [--out RESULTS.jsonl]
   skynet bench --metric PATH [--data CASES.jsonl] [--cases N] [--file CASES.jsonl] [--runs 3] [--json]
   skynet stub DIR    write skynet.pyi (type stub of the skynet module) into DIR
+  skynet version     print skynet's version and the CPython it embeds (also --version)
 
 Run "skynet COMMAND -h" for a command's flags.
 `
@@ -108,6 +110,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runBench(args[1:], stdout, stderr)
 	case "stub":
 		return runStub(args[1:], stdout, stderr)
+	case "version", "--version":
+		return runVersion(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return exitOK

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -344,4 +345,40 @@ func TestInterpretersFlag(t *testing.T) {
 	code, out, _ = skynet("check", "--metric", metric, "--data", example+"cases.jsonl", "--interpreters", "2")
 	assert.Equal(t, exitOK, code, "a fallback does not fail the check")
 	assert.Contains(t, out, "interpreters: scoring in the main interpreter only")
+}
+
+// TestVersion checks that "skynet version" names the CPython the build
+// chose: pkg-config's python3-embed in this environment (Debian's, or the
+// PYTHON= one through build/pyenv.sh), and with SKYNET_PYTHON set, a
+// libpython from that python's LIBDIR. The built binary must load it on its
+// own (the rpath), so --version runs it as a separate process.
+func TestVersion(t *testing.T) {
+	mod, err := exec.Command("pkg-config", "--modversion", "python3-embed").Output()
+	require.NoError(t, err)
+	want := strings.TrimSpace(string(mod)) // "3.12"
+
+	code, out, errOut := skynet("version")
+	require.Equal(t, exitOK, code, errOut)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 3, out)
+	assert.Regexp(t, `^skynet \S+`, lines[0])
+	assert.True(t, strings.HasPrefix(lines[1], "CPython "+want+"."), "%q should name CPython %s", lines[1], want)
+	assert.Regexp(t, `^libpython: .*/libpython`+regexp.QuoteMeta(want)+`[^/]*\.so[^/]* \(built against Python\.h `+regexp.QuoteMeta(want)+`\.`, lines[2])
+
+	if python := os.Getenv("SKYNET_PYTHON"); python != "" {
+		libdir, err := exec.Command(python, "-c", `import sysconfig; print(sysconfig.get_config_var("LIBDIR"))`).Output()
+		require.NoError(t, err)
+		dir, err := filepath.EvalSymlinks(strings.TrimSpace(string(libdir)))
+		require.NoError(t, err)
+		lib, _, _ := strings.Cut(strings.TrimPrefix(lines[2], "libpython: "), " (built against")
+		lib, err = filepath.EvalSymlinks(lib)
+		require.NoError(t, err)
+		assert.Equal(t, dir, filepath.Dir(lib), "libpython comes from %s's LIBDIR", python)
+	}
+
+	cmd := exec.Command(binary(t), "--version")
+	cmd.Env = append(os.Environ(), "LD_LIBRARY_PATH=")
+	bin, err := cmd.CombinedOutput()
+	require.NoError(t, err, string(bin))
+	assert.Equal(t, out, string(bin), "the binary loads the same libpython as the test")
 }
