@@ -48,7 +48,7 @@ start=$SECONDS
 while IFS=$'\t' read -r version python; do
   label="CPython $version ($python)"
   if ! why="$(bash build/deps.sh "$python" 2>&1)"; then
-    echo "$label: skipped: $(printf '%s\n' "$why" | grep -v '^  ' | tail -n1 | sed 's/^build\/[a-z]*\.sh: //')"
+    echo "$label: skipped: $(printf '%s\n' "$why" | grep -v '^  ' | tail -n1 | sed -e 's/^build\/[a-z]*\.sh: //' -e "s|^$python: ||")"
     skipped+=("$version")
     continue
   fi
