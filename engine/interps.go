@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"os"
 	"runtime"
 	"sync"
 
@@ -82,6 +83,7 @@ func (e *Engine) addInterps(n, workers int, untrusted bool) {
 		e.loadChecks = append(e.loadChecks, Check{Name: CheckInterpreters, OK: true, Message: e.fallback})
 		return
 	}
+	roomForWorkers(len(copies)+1, workers)
 	// Every copy is kept for Close to unload, even one whose workers could
 	// not start (out of memory: the others score on).
 	e.interpsMu.Lock()
@@ -93,6 +95,25 @@ func (e *Engine) addInterps(n, workers int, untrusted bool) {
 		}
 	}
 }
+
+// roomForWorkers raises GOMAXPROCS so that interpreters x workers threads
+// running Python do not hold the Ps Go code needs: a worker back from a
+// long cgo call otherwise waits for a P while the stream's goroutine holds
+// one. On 2 CPUs with 2 interpreters, the difflib metric went from 170% to
+// 190% CPU and 2.24 s to 1.77 s for 8,000 cases (medians of 3). A
+// GOMAXPROCS the user set in the environment is left alone.
+func roomForWorkers(interps, workers int) {
+	if os.Getenv("GOMAXPROCS") != "" {
+		return
+	}
+	procsMu.Lock()
+	defer procsMu.Unlock()
+	if want := runtime.NumCPU() + interps*workers; runtime.GOMAXPROCS(0) < want {
+		runtime.GOMAXPROCS(want)
+	}
+}
+
+var procsMu sync.Mutex
 
 // startWorkers starts n workers in py's interpreter.
 func (e *Engine) startWorkers(py *pyInterp, n int) error {

@@ -351,8 +351,8 @@ func (e *Engine) workerLoop(w *worker) {
 // scheduler put the two threads of a stream on one core, where each waits
 // for the other.
 func (e *Engine) poll() *parcel {
-	if time.Duration(e.avgCase.Load()) > spinFor/8 {
-		return nil // slow cases (model calls): many idle workers spinning would only burn the CPU
+	if e.slowCases() {
+		return nil // many idle workers spinning would only burn the CPU
 	}
 	if time.Duration(e.avgIdle.Load()) > maxPollIdle {
 		// Work comes slower than a wake-up costs (a case file's parser
@@ -370,6 +370,12 @@ func (e *Engine) poll() *parcel {
 	})
 	return p
 }
+
+// slowCases reports that cases take long enough (model calls, a metric doing
+// real work) that nothing waiting for them should spin: a spinning waiter
+// takes CPU from the interpreters scoring them, and a wake-up is cheap
+// beside a case.
+func (e *Engine) slowCases() bool { return time.Duration(e.avgCase.Load()) > spinFor/8 }
 
 // noteIdle adds how long a worker waited for work to the moving average
 // poll consults. A wait longer than spinFor is a pause between streams, not

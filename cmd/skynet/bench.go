@@ -238,8 +238,13 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		enc.Encode(rep)
 		return exitOK
 	}
-	fmt.Fprintf(stdout, "%d cases per path, median of %d run(s), %d interpreter(s) x %d engine worker(s); baselines run %s\n\n",
-		*n, *runs, nInterps, *workers, *python)
+	perPath := fmt.Sprintf("%d cases per path", *n)
+	if *fileOnly {
+		lines, _ := countLines(*file)
+		perPath = fmt.Sprintf("%d cases (%s)", lines, *file)
+	}
+	fmt.Fprintf(stdout, "%s, median of %d run(s), %d interpreter(s) x %d engine worker(s); baselines run %s\n\n",
+		perPath, *runs, nInterps, *workers, *python)
 	names := make([]string, 0, len(ns))
 	for k := range ns {
 		names = append(names, k)
