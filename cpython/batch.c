@@ -119,6 +119,7 @@ int sky_batch_reset(sky_batch *b, int n) {
     b->phase = 0;
     b->budget_ns = 0;
     b->took_ns = 0;
+    b->refused = 0;
     return 1;
 }
 
@@ -376,6 +377,27 @@ static int buf_score_pair(sky_interp *in, sky_buf *out, PyObject *res) {
     return 1;
 }
 
+// refused_in_sub reports that the pending exception is a sub-interpreter
+// refusing an extension module with single-phase init (CPython's import
+// raises ImportError "module X does not support loading in subinterpreters").
+// The exception stays pending.
+static int refused_in_sub(void) {
+    if (!PyErr_ExceptionMatches(PyExc_ImportError)) return 0;
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb); // new refs, restored below
+    PyErr_NormalizeException(&type, &value, &tb);
+    int refused = 0;
+    PyObject *msg = value ? PyObject_Str(value) : NULL; // new ref
+    if (msg) {
+        const char *m = PyUnicode_AsUTF8(msg); // borrowed from msg
+        refused = m && strstr(m, "does not support loading in subinterpreters") != NULL;
+        Py_DECREF(msg);
+    }
+    PyErr_Clear();
+    PyErr_Restore(type, value, tb); // steals
+    return refused;
+}
+
 int sky_batch_phase(sky_batch *b) { return __atomic_load_n(&b->phase, __ATOMIC_ACQUIRE); }
 
 static void set_phase(sky_batch *b, sky_thread *t, int phase, int64_t now) {
@@ -474,6 +496,18 @@ int sky_score_batch(sky_scratch *s, sky_batch *b, PyObject *fn, PyObject *run, i
                     rc = SKY_OK;
                 }
             }
+        }
+        if (rc != SKY_OK && interp->index != 0 && PyErr_Occurred() && refused_in_sub()) {
+            // Not this case's fault: the host scores it, and the rest, in
+            // the main interpreter. s->out says which import refused.
+            sky_fetch_error(&s->out);
+            Py_XDECREF(res);
+            Py_XDECREF(output);
+            for (int k = 0; k < nargs; k++) Py_XDECREF(args[k]);
+            b->refused = 1;
+            __atomic_store_n(&b->current, (int64_t)-1, __ATOMIC_RELEASE);
+            __atomic_store_n(&slot->state, SKY_SLOT_PENDING, __ATOMIC_RELEASE);
+            break;
         }
         if (rc == SKY_RUNERR) {
             s->out.len = 0;

@@ -74,6 +74,15 @@ func (b *Batch) State(i int) int { return int(C.sky_slot_state(b.b, C.int(i))) }
 // Elapsed); read it once ScoreBatch has returned.
 func (b *Batch) Took() time.Duration { return time.Duration(b.b.took_ns) }
 
+// Refused reports that the batch's sub-interpreter refused an import a case
+// needed (an extension module with single-phase init): that case and the
+// ones after it were left pending, for the main interpreter. Read it once
+// ScoreBatch has returned; the Caller's Refusal says which import.
+func (b *Batch) Refused() bool { return b.b.refused != 0 }
+
+// Refusal is the ImportError of the last ScoreBatch whose batch was Refused.
+func (c *Caller) Refusal() error { return decodeError(c.out()) }
+
 // Current returns the case running now (-1 when none) and how long it has run.
 func (b *Batch) Current() (int, time.Duration) {
 	var started C.int64_t

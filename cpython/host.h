@@ -132,6 +132,7 @@ typedef struct {
     int phase;                 // SKY_PHASE_* of the case running (atomic)
     int64_t budget_ns;         // stop starting new cases after this long (0: no limit)
     int64_t took_ns;           // the finished cases' elapsed_ns, summed (written by the scoring thread)
+    int refused;               // a sub-interpreter refused an import the case needs: that case and the rest are left PENDING
     int n;
     int cap;                   // slots allocated (a reused batch may hold fewer cases)
     sky_slot slots[];

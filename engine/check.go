@@ -43,7 +43,15 @@ func (e *CheckError) Failed() Check { return e.Checks[len(e.Checks)-1] }
 // on the first Options.Samples cases, each return value validated. It never
 // stops at the first failing case of a check; the message names every one.
 func (e *Engine) Check(ctx context.Context, cases []Case) []Check {
-	<-e.interpsReady // their loading adds the interpreters check
+	checks := e.check(ctx, cases)
+	// After the samples: a case may need an import a sub-interpreter refuses.
+	if why := e.Fallback(); why != "" {
+		checks = slices.Insert(checks, len(checks)-1, Check{Name: CheckInterpreters, OK: true, Message: why})
+	}
+	return checks
+}
+
+func (e *Engine) check(ctx context.Context, cases []Case) []Check {
 	checks := append([]Check(nil), e.loadChecks...)
 	samples := cases
 	if len(samples) > e.samples {

@@ -110,7 +110,7 @@ type Engine struct {
 	interpsMu    sync.Mutex
 	interps      []*pyInterp   // main first, then the sub-interpreters that loaded (interpsMu)
 	interpsReady chan struct{} // closed once every interpreter asked for has loaded or failed
-	fallback     string        // why sub-interpreters are not used, if they were asked for; set before interpsReady
+	fallback     atomic.Pointer[string] // why sub-interpreters are not (or no longer) used, if they were asked for
 
 	jobs       chan *parcel
 	frontMu    sync.Mutex // requeued jobs go ahead of jobs: see requeue

@@ -10,9 +10,10 @@ import (
 )
 
 // CheckInterpreters is listed when a metric that was to run in several
-// interpreters cannot load in a sub-interpreter: it says which import
-// refused, and that scoring runs in the main interpreter alone. It is a
-// notice, not a failure (OK is true): the metric works, on one core.
+// interpreters cannot load in a sub-interpreter (or a case it scored needed
+// an import one refuses): it says which import refused, and that scoring
+// runs in the main interpreter alone. It is a notice, not a failure (OK is
+// true): the metric works, on one core.
 const CheckInterpreters = "interpreters"
 
 // interpreterCount resolves Options.Interpreters: 0 is one per CPU where
@@ -79,8 +80,7 @@ func (e *Engine) addInterps(n, workers int, untrusted bool) {
 		for _, py := range copies {
 			e.unloadFrom(py)
 		}
-		e.fallback = fmt.Sprintf("scoring in the main interpreter only (one core): the metric cannot run in a sub-interpreter: %v", err)
-		e.loadChecks = append(e.loadChecks, Check{Name: CheckInterpreters, OK: true, Message: e.fallback})
+		e.noteFallback(fmt.Sprintf("scoring in the main interpreter only (one core): the metric cannot run in a sub-interpreter: %v", err))
 		return
 	}
 	roomForWorkers(len(copies)+1, workers)
@@ -130,7 +130,30 @@ func (e *Engine) startWorkers(py *pyInterp, n int) error {
 // waits until the sub-interpreters have loaded the metric.
 func (e *Engine) Fallback() string {
 	<-e.interpsReady
-	return e.fallback
+	if why := e.fallback.Load(); why != nil {
+		return *why
+	}
+	return ""
+}
+
+// noteFallback records the first reason to score in the main interpreter alone.
+func (e *Engine) noteFallback(why string) bool { return e.fallback.CompareAndSwap(nil, &why) }
+
+// refuseSubs is called when a sub-interpreter refused an import a case
+// needed while scoring (a metric importing numpy or ctypes inside score):
+// every sub-interpreter's worker stops, and the main interpreter scores
+// that case and the rest, as with a metric that refuses at load.
+func (e *Engine) refuseSubs(refusal error) {
+	if !e.noteFallback(fmt.Sprintf("scoring in the main interpreter only (one core) from now on: a case needs an import a sub-interpreter refuses: %v", refusal)) {
+		return
+	}
+	e.poolMu.Lock()
+	defer e.poolMu.Unlock()
+	for _, w := range e.pool {
+		if w.py != e.main {
+			w.retired.Store(true)
+		}
+	}
 }
 
 // loadCopy loads the metric (and program) already checked in the main
@@ -184,6 +207,9 @@ func (e *Engine) unloadFrom(py *pyInterp) {
 // others once they have loaded the metric: Interpreters waits for them.
 func (e *Engine) Interpreters() int {
 	<-e.interpsReady
+	if e.fallback.Load() != nil {
+		return 1
+	}
 	e.interpsMu.Lock()
 	defer e.interpsMu.Unlock()
 	return len(e.interps)

@@ -193,3 +193,39 @@ func TestInterpretersNeedPython312(t *testing.T) {
 	e := open(t, Options{Metric: "../testdata/exact_match/metric.py"})
 	assert.Equal(t, 1, e.Interpreters(), "auto means 1 before 3.12")
 }
+
+// A case that imports, inside score, a module a sub-interpreter refuses is
+// scored in the main interpreter, and so is everything after it: no case
+// gets the refusal as its result. (_testsinglephase, not ctypes, so that
+// no other test finds ctypes already imported in the main interpreter.)
+func TestLazyImportRefusedInSubInterpreter(t *testing.T) {
+	needSubInterpreters(t)
+	metric := writeMetric(t, everyInterpreter+`
+_score = score
+def score(input, output, expected=None):
+    if output == "lazy":
+        import _testsinglephase
+        return 1.0, {"feedback": TOKEN + " imported"}
+    return _score(input, output, expected)
+`)
+	e := open(t, Options{Metric: metric, Interpreters: 2})
+	_, tokens := scoreEach(t, e, "plain", 40)
+	require.Len(t, tokens, 2)
+	results, tokens := scoreEach(t, e, "lazy", 40)
+	if results[0].Err != nil && strings.Contains(results[0].Err.Message, "No module named") {
+		t.Skip("this CPython has no _testsinglephase module")
+	}
+	for _, r := range results {
+		require.Nil(t, r.Err, "%+v", r.Err)
+		assert.Equal(t, 1.0, r.Score)
+	}
+	assert.Len(t, tokens, 1, "every case ran in the main interpreter")
+	assert.Contains(t, e.Fallback(), "from now on: a case needs an import a sub-interpreter refuses")
+	assert.Contains(t, e.Fallback(), "_testsinglephase does not support loading in subinterpreters")
+	assert.Equal(t, 1, e.Interpreters())
+	_, after := scoreEach(t, e, "plain", 40)
+	assert.Equal(t, tokens, after, "the main interpreter alone scores from then on")
+	checks := e.Check(ctx, []Case{{ID: "a", Input: map[string]any{}, Output: "plain"}})
+	require.GreaterOrEqual(t, len(checks), 2)
+	assert.Equal(t, CheckInterpreters, checks[len(checks)-2].Name)
+}

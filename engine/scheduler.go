@@ -334,6 +334,10 @@ func (e *Engine) workerLoop(w *worker) {
 			}
 			e.noteIdle(time.Since(idle))
 		}
+		if w.retired.Load() { // its interpreter may no longer score (refuseSubs)
+			e.requeue(first.jobs)
+			return
+		}
 		if first.group != nil && len(first.jobs) <= e.batchSize() {
 			e.runParcel(w, first)
 		} else if jobs = e.take(first, jobs[:0]); len(jobs) > 0 {
@@ -633,6 +637,9 @@ func (e *Engine) runBatch(w *worker, br *batchRun, args *cpython.BatchArgs, obs 
 	}
 	finished := w.caller.ScoreBatch(br.b, w.py.score, run, e.nargs, args, e.cache, br.tokenBase, e.mode, w.slot.Handle(), batchBudget)
 	e.scoreCalls.Add(int64(finished))
+	if br.b.Refused() {
+		e.refuseSubs(w.caller.Refusal())
+	}
 	restoreCwd()
 	w.mu.Lock()
 	w.run = nil
