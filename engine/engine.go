@@ -108,8 +108,8 @@ type Engine struct {
 	loadChecks   []Check
 	main         *pyInterp
 	interpsMu    sync.Mutex
-	interps      []*pyInterp   // main first, then the sub-interpreters that loaded (interpsMu)
-	interpsReady chan struct{} // closed once every interpreter asked for has loaded or failed
+	interps      []*pyInterp            // main first, then the sub-interpreters that loaded (interpsMu)
+	interpsReady chan struct{}          // closed once every interpreter asked for has loaded or failed
 	fallback     atomic.Pointer[string] // why sub-interpreters are not (or no longer) used, if they were asked for
 
 	jobs       chan *parcel
