@@ -204,6 +204,7 @@ func TestLazyImportRefusedInSubInterpreter(t *testing.T) {
 _score = score
 def score(input, output, expected=None):
     if output == "lazy":
+        _score(input, "plain", expected)  # 2 ms, so that the cases spread
         import _testsinglephase
         return 1.0, {"feedback": TOKEN + " imported"}
     return _score(input, output, expected)
@@ -211,15 +212,20 @@ def score(input, output, expected=None):
 	e := open(t, Options{Metric: metric, Interpreters: 2})
 	_, tokens := scoreEach(t, e, "plain", 40)
 	require.Len(t, tokens, 2)
-	results, tokens := scoreEach(t, e, "lazy", 40)
-	if results[0].Err != nil && strings.Contains(results[0].Err.Message, "No module named") {
-		t.Skip("this CPython has no _testsinglephase module")
+	// Until a sub-interpreter has met a lazy case (the first stream almost
+	// always gives it one).
+	for round := 0; round < 5 && e.fallback.Load() == nil; round++ {
+		var results []Result
+		results, tokens = scoreEach(t, e, "lazy", 40)
+		if results[0].Err != nil && strings.Contains(results[0].Err.Message, "No module named") {
+			t.Skip("this CPython has no _testsinglephase module")
+		}
+		for _, r := range results {
+			require.Nil(t, r.Err, "%+v", r.Err)
+			assert.Equal(t, 1.0, r.Score)
+		}
+		assert.Len(t, tokens, 1, "every case ran in the main interpreter")
 	}
-	for _, r := range results {
-		require.Nil(t, r.Err, "%+v", r.Err)
-		assert.Equal(t, 1.0, r.Score)
-	}
-	assert.Len(t, tokens, 1, "every case ran in the main interpreter")
 	assert.Contains(t, e.Fallback(), "from now on: a case needs an import a sub-interpreter refuses")
 	assert.Contains(t, e.Fallback(), "_testsinglephase does not support loading in subinterpreters")
 	assert.Equal(t, 1, e.Interpreters())
