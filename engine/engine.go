@@ -123,8 +123,9 @@ type Engine struct {
 	pool       []*worker // live workers, for the watchdog
 	closing    sync.Once
 	closed     atomic.Bool
-	avgCase    atomic.Int64 // moving average of a case's time in ns, sizes batches
-	avgIdle    atomic.Int64 // moving average of how long an idle worker waited for work, in ns
+	avgCase    atomic.Int64  // moving average of a case's time in ns, sizes batches
+	budget     time.Duration // how long a batch may hold its interpreter's GIL
+	avgIdle    atomic.Int64  // moving average of how long an idle worker waited for work, in ns
 	scoreCalls atomic.Int64
 	mode       cpython.Mode
 	wedge      atomic.Pointer[Wedge]
@@ -287,6 +288,10 @@ func Open(opts Options) (*Engine, error) {
 			}
 		}
 	}
+	nInterps := interpreterCount(opts.Interpreters)
+	if nInterps > 1 {
+		go subInterps(nInterps - 1) // start them while the main interpreter loads the metric (~30 ms each)
+	}
 	main := &pyInterp{in: cpython.Main()}
 	e.main, e.interps = main, []*pyInterp{main}
 	e.interpsReady = make(chan struct{})
@@ -313,14 +318,17 @@ func Open(opts Options) (*Engine, error) {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
 	workers := orDefault(opts.Workers, 1)
+	if e.budget = batchBudget; workers == 1 {
+		e.budget = soloBudget
+	}
 	if err := e.startWorkers(main, workers); err != nil {
 		close(e.interpsReady)
 		e.Close()
 		return nil, err
 	}
 	// The main interpreter scores at once; the others join when loaded.
-	if n := interpreterCount(opts.Interpreters); n > 1 {
-		go e.addInterps(n-1, workers, opts.Untrusted)
+	if nInterps > 1 {
+		go e.addInterps(nInterps-1, workers, opts.Untrusted)
 	} else {
 		close(e.interpsReady)
 	}
