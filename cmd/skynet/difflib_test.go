@@ -16,8 +16,8 @@ const difflibDir = "../../testdata/difflib/"
 
 // TestDifflibBenchmarkFiles keeps testdata/difflib/ usable for benchmarks:
 // make_cases.py reproduces the committed cases.jsonl byte for byte, and
-// skynet score, plain.py and pool.py give every case the same score and
-// feedback, all on the embedded CPython's own python3.
+// skynet score and the bench's plain and Pool baselines (baseline/) give
+// every case the same score and feedback, on the embedded CPython's own python3.
 func TestDifflibBenchmarkFiles(t *testing.T) {
 	cases := difflibDir + "cases.jsonl"
 	dir := t.TempDir()
@@ -34,11 +34,11 @@ func TestDifflibBenchmarkFiles(t *testing.T) {
 	made, err := exec.Command(python, difflibDir+"make_cases.py", "50").Output()
 	require.NoError(t, err)
 	require.Equal(t, string(want), string(made), "make_cases.py 50 writes cases.jsonl")
-	for _, script := range []string{"plain.py", "pool.py"} {
-		out := filepath.Join(dir, script+".jsonl")
-		b, err := exec.Command(python, difflibDir+script, difflibDir+"metric.py", cases, out).CombinedOutput()
+	for _, script := range [][]string{{"baseline/script.py"}, {"baseline/pool.py", "2"}} {
+		out := filepath.Join(dir, filepath.Base(script[0])+".jsonl")
+		b, err := exec.Command(python, append([]string{script[0], difflibDir + "metric.py", cases, out}, script[1:]...)...).CombinedOutput()
 		require.NoError(t, err, string(b))
-		assert.Equal(t, engine, difflibResults(t, out), script)
+		assert.Equal(t, engine, difflibResults(t, out), script[0])
 	}
 	assert.Equal(t, "Similarity 0.888 to the expected text (108 vs 106 characters).", engine[0].Feedback)
 }
