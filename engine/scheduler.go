@@ -371,6 +371,13 @@ func (e *Engine) workerLoop(w *worker) {
 		if w.retired.Load() {
 			return
 		}
+		if w.pinned {
+			// The batch readied the stream's goroutine onto this P. Let it
+			// run elsewhere before the next long cgo call: with work left in
+			// the P's queue, sysmon takes the P from the call and then polls
+			// every 20 us for the next millisecond.
+			runtime.Gosched()
+		}
 	}
 }
 
