@@ -235,3 +235,38 @@ def score(input, output, expected=None):
 	require.GreaterOrEqual(t, len(checks), 2)
 	assert.Equal(t, CheckInterpreters, checks[len(checks)-2].Name)
 }
+
+// Evaluate runs the program in every interpreter too: each has its own
+// copy of program.py, and run's measured time reaches score there.
+func TestEvaluateInEveryInterpreter(t *testing.T) {
+	needSubInterpreters(t)
+	program := writeFile(t, "program.py", `
+import time, uuid
+TOKEN = uuid.uuid4().hex[:8]
+def run(artifact, input):
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < 0.002:
+        pass
+    return artifact + ":" + TOKEN
+`)
+	metric := writeMetric(t, `
+import skynet
+def score(input, output, expected=None):
+    return (1.0 if skynet.observation()["run_ms"] >= 2 else 0.0), {"feedback": output}
+`)
+	e := open(t, Options{Metric: metric, Program: program, Interpreters: 2})
+	require.Equal(t, 2, e.Interpreters())
+	cases := make([]Case, 60)
+	for i := range cases {
+		cases[i] = Case{ID: fmt.Sprint(i), Input: map[string]any{"n": i}}
+	}
+	tokens := map[string]bool{}
+	for _, r := range evaluate(t, e, "art", cases...) {
+		require.Nil(t, r.Err, "%+v", r.Err)
+		assert.Equal(t, 1.0, r.Score, "run's 2 ms reached observation()")
+		art, tok, _ := strings.Cut(r.Feedback, ":")
+		assert.Equal(t, "art", art)
+		tokens[tok] = true
+	}
+	assert.Len(t, tokens, 2, "both interpreters ran the program")
+}
