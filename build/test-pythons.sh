@@ -4,6 +4,8 @@
 # build/pyenv.sh. One line per python, then a summary; a python that cannot
 # be built against (not a shared build, no -embed .pc, no venv) is skipped
 # with the reason. Finding none is not a failure. Logs: bin/test-pythons/.
+# On 3.12+, where several interpreters run Python at once, the C layer and
+# the engine also run under the race detector.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 GO="${GO:-go}"
@@ -54,7 +56,10 @@ while IFS=$'\t' read -r version python; do
   fi
   log="$logs/$version.log"
   t0=$SECONDS
-  if build/pyenv.sh "$python" $GO test -count=1 ./... >"$log" 2>&1; then
+  race=()
+  case "$version" in 3.1[2-9]*) race=(-race ./cpython ./skynetmod ./engine) ;; esac
+  if build/pyenv.sh "$python" $GO test -count=1 ./... >"$log" 2>&1 &&
+    { [ ${#race[@]} -eq 0 ] || build/pyenv.sh "$python" $GO test -count=1 "${race[@]}" >>"$log" 2>&1; }; then
     echo "$label: ok ($((SECONDS - t0))s)"
     passed+=("$version")
   else
