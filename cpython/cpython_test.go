@@ -61,8 +61,12 @@ func release(objs ...*Object) {
 	})
 }
 
-func newCaller(t *testing.T) *Caller {
-	c, err := NewCaller(64 << 10)
+func newCaller(t *testing.T) *Caller { return newCallerIn(t, &mainInterp, 64<<10) }
+
+// newCallerIn is a Caller into interpreter in, closed when the test ends.
+func newCallerIn(t *testing.T, in *Interp, logsLimit int) *Caller {
+	t.Helper()
+	c, err := in.NewCaller(logsLimit)
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
 	return c

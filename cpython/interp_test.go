@@ -48,12 +48,8 @@ func TestSubInterpretersAreSeparate(t *testing.T) {
 	src := "import sys, threading\nseen = []\ndef f(x):\n    seen.append(x)\n    return [len(seen), threading.get_ident() != 0, type(sys.stdout).__name__]\n"
 	fa := functionIn(t, ins[0], "f", src)
 	fb := functionIn(t, ins[1], "f", src)
-	ca, err := ins[0].NewCaller(1 << 10)
-	require.NoError(t, err)
-	defer ca.Close()
-	cb, err := ins[1].NewCaller(1 << 10)
-	require.NoError(t, err)
-	defer cb.Close()
+	ca := newCallerIn(t, ins[0], 1<<10)
+	cb := newCallerIn(t, ins[1], 1<<10)
 	for i := 0; i < 3; i++ {
 		v, err := ca.Call(fa, encode(t, i), 1, 0, false, 0)
 		require.NoError(t, err)
@@ -67,10 +63,8 @@ func TestSubInterpretersAreSeparate(t *testing.T) {
 func TestSubInterpreterErrorsAndCapture(t *testing.T) {
 	in := subInterps(t, 1)[0]
 	fn := functionIn(t, in, "f", "def f(x):\n    print('hello from', x)\n    return 1 / x\n")
-	c, err := in.NewCaller(1 << 10)
-	require.NoError(t, err)
-	defer c.Close()
-	_, err = c.Call(fn, encode(t, 0), 1, 0, true, 0)
+	c := newCallerIn(t, in, 1<<10)
+	_, err := c.Call(fn, encode(t, 0), 1, 0, true, 0)
 	pe, ok := AsError(err)
 	require.True(t, ok, "%v", err)
 	assert.Equal(t, "ZeroDivisionError", pe.Type)
@@ -89,9 +83,7 @@ func TestSubInterpretersRunInParallel(t *testing.T) {
 	start := time.Now()
 	for i, in := range ins {
 		fn := functionIn(t, in, "f", src)
-		c, err := in.NewCaller(0)
-		require.NoError(t, err)
-		defer c.Close()
+		c := newCallerIn(t, in, 0)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -111,9 +103,7 @@ func TestSubInterpretersRunInParallel(t *testing.T) {
 func TestInterruptReachesSubInterpreter(t *testing.T) {
 	in := subInterps(t, 1)[0]
 	fn := functionIn(t, in, "f", "def f(x):\n    while True:\n        pass\n")
-	c, err := in.NewCaller(0)
-	require.NoError(t, err)
-	defer c.Close()
+	c := newCallerIn(t, in, 0)
 	tok := NewToken()
 	go func() {
 		time.Sleep(50 * time.Millisecond)
@@ -121,7 +111,7 @@ func TestInterruptReachesSubInterpreter(t *testing.T) {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}()
-	_, err = c.Call(fn, encode(t, 1), 1, tok, false, 0)
+	_, err := c.Call(fn, encode(t, 1), 1, tok, false, 0)
 	pe, ok := AsError(err)
 	require.True(t, ok, "%v", err)
 	assert.True(t, pe.Interrupted(), "got %v", pe)
@@ -135,9 +125,7 @@ func TestInterruptReachesSubInterpreter(t *testing.T) {
 func TestSinglePhaseExtensionRefusedInSubInterpreter(t *testing.T) {
 	in := subInterps(t, 1)[0]
 	fn := functionIn(t, in, "f", "def f(name):\n    import importlib\n    importlib.import_module(name)\n    return True\n")
-	c, err := in.NewCaller(0)
-	require.NoError(t, err)
-	defer c.Close()
+	c := newCallerIn(t, in, 0)
 	// _testsinglephase is CPython's own single-phase-init test module; where
 	// this build lacks it there is nothing to check.
 	probe := function(t, "probe", "def probe(name):\n    import importlib.util\n    return importlib.util.find_spec(name) is not None\n")

@@ -24,8 +24,8 @@ import (
 // runJobs). The batch size adapts so a batch holds the GIL for about
 // batchBudget: fast metrics get whole groups, slow ones (a model call) one
 // case at a time, so other workers run meanwhile. Workers are pinned to OS
-// threads only while cases are slow (pin). One watchdog goroutine per engine times out the case running
-// in each batch.
+// threads only while cases are slow (pin). One watchdog goroutine per
+// engine times out the case running in each batch.
 const (
 	maxBatch    = 64
 	batchBudget = 200 * time.Microsecond

@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -255,14 +257,8 @@ func TestBenchReport(t *testing.T) {
 	data, err := os.ReadFile(example + "cases.jsonl")
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(big, bytes.Repeat(data, 20), 0o644))
-	cmd := exec.Command(binary(t), "bench", "--metric", example+"metric.py", "--cases", "300", "--runs", "1",
-		"--per-process-cases", "2", "--file", big, "--json")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	require.NoError(t, err, stderr.String())
-	var rep benchReport
-	require.NoError(t, json.Unmarshal(out, &rep), string(out))
+	rep := benchJSON(t, "--metric", example+"metric.py", "--cases", "300", "--runs", "1",
+		"--per-process-cases", "2", "--file", big)
 	assert.Equal(t, 300, rep.Cases)
 	paths := []string{"engine", "python_loop", "python_loop_shared", "subprocess_lockstep",
 		"subprocess_pipelined", "subprocess_per_case", "skynet_score_file", "python_script_file"}
@@ -292,28 +288,27 @@ func TestBenchReport(t *testing.T) {
 // The CPU-heavy comparison: file paths only, every one checked score for
 // score against the first inside the command.
 func TestBenchFileOnly(t *testing.T) {
-	cmd := exec.Command(binary(t), "bench", "--metric", "../../testdata/difflib/metric.py", "--runs", "1",
-		"--file", "../../testdata/difflib/cases.jsonl", "--file-only", "--interpreters", "1", "--json")
+	rep := benchJSON(t, "--metric", "../../testdata/difflib/metric.py", "--runs", "1",
+		"--file", "../../testdata/difflib/cases.jsonl", "--file-only", "--interpreters", "1")
+	assert.Equal(t, 1, rep.Interpreters)
+	assert.ElementsMatch(t, []string{"skynet_score_file", "python_script_file"}, slices.Collect(maps.Keys(rep.NSPerCase)))
+	assert.ElementsMatch(t, []string{"python_script_vs_skynet_score", "python_script_vs_skynet_score_1"}, slices.Collect(maps.Keys(rep.Ratios)))
+	code, _, errOut := skynet("bench", "--metric", "../../testdata/difflib/metric.py", "--file-only")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, errOut, "--file-only needs --file")
+}
+
+// benchJSON runs `skynet bench ARGS --json` as its own process and decodes its report.
+func benchJSON(t *testing.T, args ...string) benchReport {
+	t.Helper()
+	cmd := exec.Command(binary(t), append(append([]string{"bench"}, args...), "--json")...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	require.NoError(t, err, stderr.String())
 	var rep benchReport
 	require.NoError(t, json.Unmarshal(out, &rep), string(out))
-	assert.Equal(t, 1, rep.Interpreters)
-	assert.ElementsMatch(t, []string{"skynet_score_file", "python_script_file"}, keys(rep.NSPerCase))
-	assert.ElementsMatch(t, []string{"python_script_vs_skynet_score", "python_script_vs_skynet_score_1"}, keys(rep.Ratios))
-	code, _, errOut := skynet("bench", "--metric", "../../testdata/difflib/metric.py", "--file-only")
-	assert.Equal(t, exitUsage, code)
-	assert.Contains(t, errOut, "--file-only needs --file")
-}
-
-func keys[V any](m map[string]V) []string {
-	var ks []string
-	for k := range m {
-		ks = append(ks, k)
-	}
-	return ks
+	return rep
 }
 
 func TestInterpretersFlag(t *testing.T) {
