@@ -492,8 +492,12 @@ int sky_score_batch(sky_scratch *s, sky_batch *b, PyObject *fn, PyObject *run, i
                 if (output && sky_encode(&s->out, output, 0) < 0) {
                     rc = SKY_RUNERR; // the output cannot be reported: say so as a run error
                     Py_CLEAR(res);
-                } else if (res && (buf_score_pair(interp, &s->out, res) || sky_encode(&s->out, res, 0) == 0)) {
-                    rc = SKY_OK;
+                } else if (res) {
+                    size_t mark = s->out.len; // after the output, when there is one
+                    if (buf_score_pair(interp, &s->out, res) || sky_encode(&s->out, res, 0) == 0)
+                        rc = SKY_OK;
+                    else
+                        s->out.len = mark; // drop the part written: the error goes right after the output
                 }
             }
         }
