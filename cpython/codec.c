@@ -2,6 +2,7 @@
 // description there). Decoding builds new references; encoding only borrows.
 #include "host.h"
 #include <string.h>
+#include <math.h>
 
 #define SKY_MAX_DEPTH 256
 #define SKY_MAX_STR (1u << 20)   // longest string handed back to Go, in bytes
@@ -108,6 +109,58 @@ static int put_foreign(sky_buf *b, PyObject *o, const char *why) {
     return rc;
 }
 
+// Past this many digits a huge int's exact digit count would cost a power of
+// ten as large as the int (about 50 ms here); beyond it the count is an estimate.
+#define SKY_EXACT_DIGITS 300000
+
+// put_huge_int writes an 'H' record for an int too long for str() (past
+// sys.get_int_max_str_digits()): its sign and number of decimal digits, from
+// its bit length. Only int's own C slots run, never a subclass's methods.
+static int put_huge_int(sky_buf *b, PyObject *o) {
+    PyObject *zero = NULL, *neg = NULL, *bl = NULL, *mag = NULL, *ten = NULL, *exp = NULL, *pow = NULL;
+    int rc = -1;
+    if (!(zero = PyLong_FromLong(0))) goto done;
+    if (!(neg = PyLong_Type.tp_richcompare(o, zero, Py_LT))) goto done; // new ref: a bool
+    if (!(bl = PyObject_CallMethod((PyObject *)&PyLong_Type, "bit_length", "O", o))) goto done; // new ref
+    long long bits = PyLong_AsLongLong(bl);
+    if (bits == -1 && PyErr_Occurred()) goto done;
+    // |o| is in [2^(bits-1), 2^bits), so its digit count is between those of
+    // the two bounds, floor(k log10 2) + 1; the margins absorb rounding.
+    const double log10_2 = 0.30102999566398119521;
+    uint64_t lo = (uint64_t)floor((double)(bits - 1) * log10_2 - 1e-6) + 1;
+    uint64_t hi = (uint64_t)floor((double)bits * log10_2 + 1e-6) + 1;
+    uint64_t digits = lo;
+    int about = 0;
+    if (hi > SKY_EXACT_DIGITS) {
+        digits = hi;
+        about = lo != hi;
+    } else if (lo < hi) {
+        if (!(mag = PyLong_Type.tp_as_number->nb_absolute(o)) || !(ten = PyLong_FromLong(10))) goto done;
+        // digits(|o|) > d exactly when |o| >= 10^d.
+        for (; digits < hi; digits++) {
+            Py_CLEAR(exp);
+            Py_CLEAR(pow);
+            if (!(exp = PyLong_FromUnsignedLongLong(digits)) || !(pow = PyNumber_Power(ten, exp, Py_None))) goto done;
+            int ge = PyObject_RichCompareBool(mag, pow, Py_GE); // both exact ints: no user code
+            if (ge < 0) goto done;
+            if (!ge) break;
+        }
+    }
+    if (buf_byte(b, 'H') < 0 || buf_byte(b, (char)((neg == Py_True ? 1 : 0) | (about ? 2 : 0))) < 0 ||
+        buf_uvarint(b, digits) < 0)
+        goto done;
+    rc = 0;
+done:
+    Py_XDECREF(zero);
+    Py_XDECREF(neg);
+    Py_XDECREF(bl);
+    Py_XDECREF(mag);
+    Py_XDECREF(ten);
+    Py_XDECREF(exp);
+    Py_XDECREF(pow);
+    return rc;
+}
+
 static int put_int(sky_buf *b, PyObject *o) {
     int overflow = 0;
     long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
@@ -117,7 +170,13 @@ static int put_int(sky_buf *b, PyObject *o) {
         return buf_u64(b, (uint64_t)v);
     }
     PyObject *s = PyObject_Str(o); // new ref: decimal digits
-    if (!s) return -1;
+    if (!s) {
+        // Python 3.11+ (and 3.10.7+) refuse to convert an int of more than
+        // sys.get_int_max_str_digits() digits (4300 by default) with a ValueError.
+        if (!PyErr_ExceptionMatches(PyExc_ValueError)) return -1;
+        PyErr_Clear();
+        return put_huge_int(b, o);
+    }
     int rc = buf_byte(b, 'I');
     if (rc == 0) rc = put_unicode(b, s);
     Py_DECREF(s);

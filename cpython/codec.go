@@ -21,6 +21,8 @@ import (
 //	'N' None   'T' True   'F' False
 //	'i' int    int64
 //	'I' int    varint length + ASCII decimal digits (beyond int64)
+//	'H' int    (Python to Go only) an int too long for str(): a flags byte
+//	           (1 negative, 2 digit count estimated), varint decimal digits
 //	'f' float  float64 bits
 //	's' str    varint length + UTF-8 (lone surrogates as WTF-8 from JSON escapes)
 //	'y' bytes  varint length + bytes
@@ -70,6 +72,32 @@ type ScorePair struct {
 
 // PythonType returns the Python type name, for messages.
 func (f Foreign) PythonType() string { return f.Type }
+
+// HugeInt is a Python int with more digits than Python converts to decimal
+// text (sys.get_int_max_str_digits(), 4300 by default): only its sign and
+// size cross the boundary. Past 300,000 digits the count may be off by one
+// (About is set then).
+type HugeInt struct {
+	Negative bool
+	Digits   int
+	About    bool
+}
+
+// PythonType returns "int", for messages.
+func (HugeInt) PythonType() string { return "int" }
+
+// String describes the int: "an int of 100001 digits", "a negative int of
+// about 1204120 digits".
+func (h HugeInt) String() string {
+	s := "an int of "
+	if h.Negative {
+		s = "a negative int of "
+	}
+	if h.About {
+		s += "about "
+	}
+	return s + strconv.Itoa(h.Digits) + " digits"
+}
 
 // Plain converts decoded values to the shapes encoding/json and most Go code
 // read: str-keyed dicts become map[string]any (other keys are dropped) and
@@ -248,6 +276,8 @@ func (e *Encoder) value(v any, depth int) error {
 		}
 	case Foreign:
 		return fmt.Errorf("cannot pass a %s value back into Python", x.Type)
+	case HugeInt:
+		return fmt.Errorf("cannot pass %s back into Python", x)
 	default:
 		return e.reflect(reflect.ValueOf(v), depth)
 	}
@@ -439,6 +469,18 @@ func (d *decoder) value(depth int) (any, error) {
 			return nil, fmt.Errorf("value buffer: bad big int %q", truncate(s, 40))
 		}
 		return n, nil
+	case 'H':
+		if len(d.b)-d.i < 1 {
+			return nil, errTruncated
+		}
+		flags := d.b[d.i]
+		d.i++
+		n, k := binary.Uvarint(d.b[d.i:])
+		if k <= 0 || flags > 3 || n > math.MaxInt {
+			return nil, errors.New("value buffer: bad huge int")
+		}
+		d.i += k
+		return HugeInt{Negative: flags&1 != 0, Digits: int(n), About: flags&2 != 0}, nil
 	case 's':
 		return d.str()
 	case 'y':

@@ -68,6 +68,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte{'l', 0xff, 0xff, 0xff, 0xff, 0x0f})
 	f.Add([]byte{'R', 0, 0, 0, 0, 0, 0, 0xf0, 0x3f, 2, 'o', 'k', 1, 1, 'a'})
 	f.Add([]byte{'R', 0, 0, 0, 0, 0, 0, 0xf0, 0x3f, 2, 'o', 'k', 0})
+	f.Add([]byte{'l', 2, 'H', 1, 0xa1, 0x8d, 0x06, 'N'})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		Decode(b)
 		// DecodeScorePair's shortcut for the usual record reads what the

@@ -93,6 +93,8 @@ func TestFaultCatalogue(t *testing.T) {
 				assert.Equal(t, startCwd, wd, "the working directory is restored before the result")
 			case "lone_surrogate.py":
 				assert.Equal(t, `bad \udc80 text`, r.Feedback)
+			case "huge_int_score.py":
+				assert.Equal(t, "case f: metric's return value: score must be a finite number, got an int of 100001 digits (too large for a float)", r.Err.Message)
 			case "unserialisable_side_info.py":
 				assert.Len(t, r.Warnings, 2)
 			case "regex_wedge.py":

@@ -105,8 +105,28 @@ func number(v any) (float64, bool) {
 	case *big.Int:
 		f, _ := new(big.Float).SetInt(x).Float64()
 		return f, true
+	case cpython.HugeInt: // past any float
+		if x.Negative {
+			return math.Inf(-1), true
+		}
+		return math.Inf(1), true
 	}
 	return 0, false
+}
+
+// bigInt sizes an int too large for a float, for messages.
+func bigInt(v any) (cpython.HugeInt, bool) {
+	switch x := v.(type) {
+	case cpython.HugeInt:
+		return x, true
+	case *big.Int:
+		digits := len(x.String())
+		if x.Sign() < 0 {
+			digits--
+		}
+		return cpython.HugeInt{Negative: x.Sign() < 0, Digits: digits}, true
+	}
+	return cpython.HugeInt{}, false
 }
 
 // finiteNumber returns "must be ..." errors so callers can prefix the subject.
@@ -119,6 +139,9 @@ func finiteNumber(v any) (float64, error) {
 		return 0, fmt.Errorf("must be a number, got %s", describe(v))
 	}
 	if math.IsNaN(f) || math.IsInf(f, 0) {
+		if h, isInt := bigInt(v); isInt {
+			return 0, fmt.Errorf("must be a finite number, got %s (too large for a float)", h)
+		}
 		return 0, fmt.Errorf("must be a finite number, got %s", describe(v))
 	}
 	return f, nil
@@ -140,6 +163,8 @@ func jsonValue(v any, depth int) (any, string) {
 		return x, ""
 	case *big.Int:
 		return json.Number(x.String()), ""
+	case cpython.HugeInt:
+		return nil, fmt.Sprintf("%s is longer than Python writes as text (sys.get_int_max_str_digits())", x)
 	case []any:
 		return jsonList(x, depth)
 	case cpython.Tuple:
@@ -181,7 +206,7 @@ func typeName(v any) string {
 		return "NoneType"
 	case bool:
 		return "bool"
-	case int64, *big.Int:
+	case int64, *big.Int, cpython.HugeInt:
 		return "int"
 	case float64:
 		return "float"
@@ -213,6 +238,9 @@ func describe(v any) string {
 		return "int " + strconv.FormatInt(x, 10)
 	case *big.Int:
 		return "int " + truncate(x.String(), 40)
+	case cpython.HugeInt: // "int of 100001 digits", as "tuple of 3 items"
+		s := x.String()
+		return s[strings.IndexByte(s, ' ')+1:]
 	case float64:
 		return "float " + pyFloat(x)
 	case string:
