@@ -57,6 +57,11 @@ func ParseCase(line []byte, lineNo int) (Case, error) {
 					c.ID = string(raw) // SplitObject checked it; without escapes it is its own text
 					break
 				}
+				if esc := loneSurrogate(m.Value); esc != "" {
+					// encoding/json would make it U+FFFD: two such ids would
+					// collide, and the results would not hold the data's id.
+					return fail(`"id" is not valid Unicode: it holds a lone surrogate %s (half of a UTF-16 pair), which results cannot write back as it is`, esc)
+				}
 				var id string
 				if err := json.Unmarshal(m.Value, &id); err != nil {
 					return fail(`"id": %v`, err)
@@ -108,6 +113,40 @@ func ParseCase(line []byte, lineNo int) (Case, error) {
 		}
 	}
 	return c, nil
+}
+
+// loneSurrogate returns the first \uXXXX escape in a JSON string that is a
+// UTF-16 surrogate outside a high-low pair, as written, or "".
+func loneSurrogate(str []byte) string {
+	hex4 := func(i int) (rune, bool) { // the escape \uXXXX at str[i:]
+		if i+6 > len(str) || str[i] != '\\' || str[i+1] != 'u' {
+			return 0, false
+		}
+		v, err := strconv.ParseUint(string(str[i+2:i+6]), 16, 16)
+		return rune(v), err == nil
+	}
+	for i := 0; i < len(str); i++ {
+		if str[i] != '\\' {
+			continue
+		}
+		r, ok := hex4(i)
+		if !ok {
+			i++ // a one-character escape: \" \\ \n ...
+			continue
+		}
+		switch {
+		case r >= 0xD800 && r < 0xDC00:
+			if lo, ok := hex4(i + 6); ok && lo >= 0xDC00 && lo < 0xE000 {
+				i += 11 // a pair
+				continue
+			}
+			return string(str[i : i+6])
+		case r >= 0xDC00 && r < 0xE000:
+			return string(str[i : i+6])
+		}
+		i += 5
+	}
+	return ""
 }
 
 func validateObservation(o Observation) error {

@@ -1,0 +1,45 @@
+package engine
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestCaseIDSurrogates(t *testing.T) {
+	parse := func(id string) (Case, error) {
+		return ParseCase([]byte(`{"id": "`+id+`", "input": {}, "output": 1}`), 5)
+	}
+	for _, id := range []string{`\ud800`, `\uDBFF`, `\udc00`, `a\ud83d`, `\ud83d\u0041`, `\ude00\ud83d`, `x\\\ud800`} {
+		c, err := parse(id)
+		var le *LineError
+		require.True(t, errors.As(err, &le), "%s: %v", id, err)
+		assert.Equal(t, 5, le.Line)
+		assert.Equal(t, "5", c.ID, "the case is named by its line")
+		assert.Contains(t, err.Error(), `line 5: "id" is not valid Unicode: it holds a lone surrogate \`, id)
+	}
+	_, err := parse(`ok\ud800`)
+	assert.EqualError(t, err, `line 5: "id" is not valid Unicode: it holds a lone surrogate \ud800 (half of a UTF-16 pair), which results cannot write back as it is`)
+	_, err = parse(`\ude00\ud83d`)
+	assert.ErrorContains(t, err, `lone surrogate \ude00 `, "the first one is named")
+
+	// A pair is one character; other escapes are as before.
+	for id, want := range map[string]string{`\ud83d\ude00`: "😀", `\uD83D\uDE00!`: "😀!", `\\ud800`: `\ud800`,
+		`\u00e9\n`: "é\n", `\ud7ff\ue000`: "\ud7ff\ue000"} {
+		c, err := parse(id)
+		require.NoError(t, err, id)
+		assert.Equal(t, want, c.ID, id)
+	}
+	// Missing and numeric ids are unchanged.
+	c, err := ParseCase([]byte(`{"input": {}, "output": 1}`), 9)
+	require.NoError(t, err)
+	assert.Equal(t, "9", c.ID)
+	c, err = ParseCase([]byte(`{"id": 1e3, "input": {}, "output": 1}`), 9)
+	require.NoError(t, err)
+	assert.Equal(t, "1e3", c.ID)
+	// Lone surrogates elsewhere in the case still reach Python as they are.
+	_, err = ParseCase([]byte(`{"id": "s", "input": {"q": "\ud800"}, "output": "\udc00"}`), 9)
+	assert.NoError(t, err)
+}
