@@ -184,8 +184,12 @@ func jsonKind(raw json.RawMessage) string {
 	return "a number"
 }
 
-// CaseReader reads a JSONL case file line by line. Blank lines are not
-// cases and are passed over; every other line yields a Case or a *LineError.
+// utf8BOM is the byte order mark some editors put at the start of a file.
+var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
+
+// CaseReader reads a JSONL case file line by line. A UTF-8 byte order mark
+// at the start of the stream is skipped. Blank lines are not cases and are
+// passed over; every other line yields a Case or a *LineError.
 type CaseReader struct {
 	r    *bufio.Reader
 	line int
@@ -201,6 +205,9 @@ func NewCaseReader(r io.Reader) *CaseReader {
 func (cr *CaseReader) Next() (Case, error) {
 	for {
 		line, err := cr.r.ReadBytes('\n')
+		if cr.line == 0 {
+			line = bytes.TrimPrefix(line, utf8BOM) // at the start of the stream only
+		}
 		if len(line) == 0 && err != nil {
 			return Case{}, err
 		}

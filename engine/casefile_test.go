@@ -2,11 +2,50 @@ package engine
 
 import (
 	"errors"
+	"io"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
+
+// readAll reads every case of src: a Case's ID, or "error: " and its line
+// error, one entry a case line, as a caller sees them.
+func readAll(t *testing.T, cr *CaseReader) []string {
+	t.Helper()
+	var got []string
+	for {
+		c, err := cr.Next()
+		if err == io.EOF {
+			return got
+		}
+		var le *LineError
+		if err != nil {
+			require.True(t, errors.As(err, &le), "not a line error: %v", err)
+			assert.Equal(t, cr.Line(), le.Line)
+			got = append(got, "error: "+err.Error())
+			continue
+		}
+		got = append(got, c.ID)
+	}
+}
+
+func TestCaseFileBOM(t *testing.T) {
+	const line = `{"id": "a", "input": {}, "output": 1}`
+	cr := NewCaseReader(strings.NewReader("\xEF\xBB\xBF" + line + "\n" + `{"input": {}, "output": 2}` + "\n"))
+	assert.Equal(t, []string{"a", "2"}, readAll(t, cr), "the BOM is skipped; lines keep their numbers")
+
+	// A BOM alone on the first line leaves it blank; a BOM anywhere else is
+	// part of the line, so not JSON.
+	cr = NewCaseReader(strings.NewReader("\xEF\xBB\xBF\n" + line + "\n\xEF\xBB\xBF" + line + "\n"))
+	got := readAll(t, cr)
+	require.Len(t, got, 2)
+	assert.Equal(t, "a", got[0])
+	assert.True(t, strings.HasPrefix(got[1], "error: line 3: invalid JSON at byte 0"), got[1])
+
+	assert.Empty(t, readAll(t, NewCaseReader(strings.NewReader("\xEF\xBB\xBF"))), "a file of a BOM has no cases")
+}
 
 func TestCaseIDSurrogates(t *testing.T) {
 	parse := func(id string) (Case, error) {
