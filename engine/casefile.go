@@ -188,8 +188,9 @@ func jsonKind(raw json.RawMessage) string {
 var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
 
 // CaseReader reads a JSONL case file line by line. A UTF-8 byte order mark
-// at the start of the stream is skipped. Blank lines are not cases and are
-// passed over; every other line yields a Case or a *LineError.
+// at the start of the stream is skipped. Blank lines (nothing but JSON
+// whitespace: space, tab, CR, LF) are not cases and are passed over; every
+// other line yields a Case or a *LineError.
 type CaseReader struct {
 	r    *bufio.Reader
 	line int
@@ -212,7 +213,7 @@ func (cr *CaseReader) Next() (Case, error) {
 			return Case{}, err
 		}
 		cr.line++
-		trimmed := bytes.TrimSpace(line)
+		trimmed := trimJSONSpace(line) // a U+00A0 line is a bad case, not blank
 		if len(trimmed) == 0 {
 			if err != nil {
 				return Case{}, err
@@ -221,6 +222,19 @@ func (cr *CaseReader) Next() (Case, error) {
 		}
 		return ParseCase(trimmed, cr.line)
 	}
+}
+
+// trimJSONSpace cuts JSON's whitespace (space, tab, CR, LF) from both ends;
+// bytes.TrimSpace would cut Unicode spaces too.
+func trimJSONSpace(b []byte) []byte {
+	isSpace := func(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
+	for len(b) > 0 && isSpace(b[len(b)-1]) {
+		b = b[:len(b)-1]
+	}
+	for len(b) > 0 && isSpace(b[0]) {
+		b = b[1:]
+	}
+	return b
 }
 
 // Line is the number of the line Next returned last.

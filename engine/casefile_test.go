@@ -47,6 +47,23 @@ func TestCaseFileBOM(t *testing.T) {
 	assert.Empty(t, readAll(t, NewCaseReader(strings.NewReader("\xEF\xBB\xBF"))), "a file of a BOM has no cases")
 }
 
+// Only JSON whitespace makes a line blank; a line of Unicode spaces is a
+// case line, and a bad one.
+func TestCaseFileBlankLines(t *testing.T) {
+	src := " \t\r\n" + // blank
+		"\u00a0\n" + // no-break space
+		"\u3000 \n" + // ideographic space
+		"\u2028\n" + // line separator
+		"\n" +
+		`{"input": {}, "output": 1}` + "\r\n"
+	got := readAll(t, NewCaseReader(strings.NewReader(src)))
+	require.Len(t, got, 4, "%q", got)
+	for i, line := range []string{"2", "3", "4"} {
+		assert.True(t, strings.HasPrefix(got[i], "error: line "+line+": invalid JSON at byte 0"), got[i])
+	}
+	assert.Equal(t, "6", got[3])
+}
+
 func TestCaseIDSurrogates(t *testing.T) {
 	parse := func(id string) (Case, error) {
 		return ParseCase([]byte(`{"id": "`+id+`", "input": {}, "output": 1}`), 5)
