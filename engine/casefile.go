@@ -184,6 +184,10 @@ func jsonKind(raw json.RawMessage) string {
 	return "a number"
 }
 
+// DefaultMaxLineBytes is the longest case line a CaseReader reads when its
+// MaxLineBytes is not set: 64 MiB.
+const DefaultMaxLineBytes = 64 << 20
+
 // utf8BOM is the byte order mark some editors put at the start of a file.
 var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
 
@@ -192,8 +196,16 @@ var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
 // whitespace: space, tab, CR, LF) are not cases and are passed over; every
 // other line yields a Case or a *LineError.
 type CaseReader struct {
-	r    *bufio.Reader
-	line int
+	// MaxLineBytes caps the length of a line, its newline not counted; 0
+	// means DefaultMaxLineBytes. A longer line is a *LineError, returned as
+	// soon as the cap is passed; the rest of the line is then discarded, in
+	// bounded memory, by the next call of Next. Set it before the first Next.
+	MaxLineBytes int
+
+	r        *bufio.Reader
+	line     int
+	long     []byte // a line longer than the bufio buffer, gathered here
+	skipping bool   // the current line passed the cap: skip to its newline
 }
 
 // NewCaseReader reads cases from r.
@@ -202,17 +214,28 @@ func NewCaseReader(r io.Reader) *CaseReader {
 }
 
 // Next returns the next case. At the end it returns io.EOF; a read failure is
-// returned as is; a bad line is a *LineError and reading can go on.
+// returned as is (a line it cuts short is not parsed); a bad line is a
+// *LineError, with the Case's ID as far as it was read (else the line
+// number), and reading can go on.
+//
+// A line that never ends (reading /dev/zero) gives its *LineError once
+// MaxLineBytes have been read; calling Next again then discards the line
+// for as long as it goes on, in bounded memory, so a caller that wants to
+// stop should stop on that error.
 func (cr *CaseReader) Next() (Case, error) {
 	for {
-		line, err := cr.r.ReadBytes('\n')
-		if cr.line == 0 {
-			line = bytes.TrimPrefix(line, utf8BOM) // at the start of the stream only
+		if cr.skipping {
+			if err := cr.skipLine(); err != nil {
+				return Case{}, err
+			}
 		}
-		if len(line) == 0 && err != nil {
+		line, err := cr.readLine()
+		if le, ok := err.(*LineError); ok {
+			return Case{ID: strconv.Itoa(le.Line)}, le
+		}
+		if line == nil {
 			return Case{}, err
 		}
-		cr.line++
 		trimmed := trimJSONSpace(line) // a U+00A0 line is a bad case, not blank
 		if len(trimmed) == 0 {
 			if err != nil {
@@ -221,6 +244,72 @@ func (cr *CaseReader) Next() (Case, error) {
 			continue
 		}
 		return ParseCase(trimmed, cr.line)
+	}
+}
+
+// readLine reads the next line, newline included, into memory of its own
+// (ParseCase's Case points into it). It returns a nil line with the error
+// at the end of input or on a read failure, a *LineError when the line
+// passes the cap, and the last line with io.EOF when it has no newline.
+func (cr *CaseReader) readLine() ([]byte, error) {
+	max := cr.MaxLineBytes
+	if max <= 0 {
+		max = DefaultMaxLineBytes
+	}
+	cr.long = cr.long[:0]
+	for first := true; ; first = false {
+		frag, err := cr.r.ReadSlice('\n')
+		if first && cr.line == 0 {
+			frag = bytes.TrimPrefix(frag, utf8BOM) // at the start of the stream only
+		}
+		if err != nil && err != bufio.ErrBufferFull && (err != io.EOF || first && len(frag) == 0) {
+			return nil, err // a read failure cuts the line short: it is not a line
+		}
+		if first {
+			cr.line++
+		}
+		n := len(cr.long) + len(frag)
+		if err == nil {
+			n-- // the newline does not count
+		}
+		if n > max {
+			// Say so now, before the rest of the line arrives (if it ever
+			// does); the next Next skips it.
+			cr.skipping = err == bufio.ErrBufferFull
+			cr.shrink()
+			return nil, &LineError{Line: cr.line, Msg: fmt.Sprintf("longer than %d bytes (the case-line limit)", max)}
+		}
+		if err == bufio.ErrBufferFull {
+			cr.long = append(cr.long, frag...)
+			continue
+		}
+		if len(cr.long) == 0 {
+			return append([]byte(nil), frag...), err // the usual line: one allocation
+		}
+		line := append(append(make([]byte, 0, len(cr.long)+len(frag)), cr.long...), frag...)
+		cr.shrink()
+		return line, err
+	}
+}
+
+// skipLine discards the rest of a line that passed the cap, up to and
+// including its newline, in the bufio buffer's memory.
+func (cr *CaseReader) skipLine() error {
+	for {
+		_, err := cr.r.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		cr.skipping = false
+		return err // nil at the newline; io.EOF when the line was the last
+	}
+}
+
+// shrink lets go of a long line's gathering buffer once it is large, so one
+// long line does not keep its memory for the rest of the file.
+func (cr *CaseReader) shrink() {
+	if cap(cr.long) > 4<<20 {
+		cr.long = nil
 	}
 }
 

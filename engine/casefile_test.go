@@ -1,8 +1,11 @@
 package engine
 
 import (
+	"bytes"
 	"errors"
 	"io"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -64,6 +67,96 @@ func TestCaseFileBlankLines(t *testing.T) {
 	assert.Equal(t, "6", got[3])
 }
 
+func TestCaseFileLongLine(t *testing.T) {
+	good := `{"id": "g", "input": {}, "output": 1}`
+	long := `{"id": "l", "input": {}, "output": "` + strings.Repeat("x", 300<<10) + `"}`
+	src := good + "\n" + long + "\n" + good + "\n" + long + "\n" + good + "\n" + long // the last has no newline
+	cr := NewCaseReader(strings.NewReader(src))
+	cr.MaxLineBytes = 256 << 10
+	assert.Equal(t, []string{
+		"g", "error: line 2: longer than 262144 bytes (the case-line limit)",
+		"g", "error: line 4: longer than 262144 bytes (the case-line limit)",
+		"g", "error: line 6: longer than 262144 bytes (the case-line limit)",
+	}, readAll(t, cr))
+
+	// The cap is on the line without its newline; longer than the bufio
+	// buffer is fine below the cap.
+	exact := `{"input": {}, "output": "` + strings.Repeat("y", 100<<10) + `"}`
+	cr = NewCaseReader(strings.NewReader(exact + "\n" + exact + "\r\n" + exact))
+	cr.MaxLineBytes = len(exact)
+	got := readAll(t, cr)
+	assert.Equal(t, []string{"1", "error: line 2: longer than " + strconv.Itoa(len(exact)) + " bytes (the case-line limit)", "3"}, got)
+
+	// The error is a bad case like any other: its Case is named by the line.
+	cr = NewCaseReader(strings.NewReader(long + "\n"))
+	cr.MaxLineBytes = 1 << 10
+	c, err := cr.Next()
+	var le *LineError
+	require.True(t, errors.As(err, &le))
+	assert.Equal(t, 1, le.Line)
+	assert.Equal(t, "1", c.ID)
+	assert.Equal(t, DefaultMaxLineBytes, 64<<20)
+}
+
+// zeros is an endless line (--data /dev/zero), counting what was read.
+type zeros struct{ read int }
+
+func (z *zeros) Read(p []byte) (int, error) {
+	clear(p)
+	z.read += len(p)
+	return len(p), nil
+}
+
+// Next reports a line that never ends as soon as it passes the cap, having
+// read about the cap and no more.
+func TestCaseFileEndlessLine(t *testing.T) {
+	z := &zeros{}
+	cr := NewCaseReader(z)
+	cr.MaxLineBytes = 1 << 20
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := cr.Next()
+	runtime.ReadMemStats(&after)
+	var le *LineError
+	require.True(t, errors.As(err, &le), "%v", err)
+	assert.Equal(t, "line 1: longer than 1048576 bytes (the case-line limit)", err.Error())
+	assert.Greater(t, z.read, 1<<20)
+	assert.LessOrEqual(t, z.read, 1<<20+2<<16, "read past the cap by at most the buffer")
+	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(8<<20))
+}
+
+// The rest of a long line is discarded without being kept: 256 MiB of it
+// cost a few MiB, and the line after it is read.
+type longThenGood struct {
+	n    int // bytes of 'x' still to give
+	tail *strings.Reader
+}
+
+func (r *longThenGood) Read(p []byte) (int, error) {
+	if r.n == 0 {
+		return r.tail.Read(p)
+	}
+	k := min(len(p), r.n)
+	for i := range p[:k] {
+		p[i] = 'x'
+	}
+	r.n -= k
+	return k, nil
+}
+
+func TestCaseFileLongLineIsDiscardedInBoundedMemory(t *testing.T) {
+	r := &longThenGood{n: 256 << 20, tail: strings.NewReader("\n" + `{"id": "next", "input": {}, "output": 1}` + "\n")}
+	cr := NewCaseReader(r)
+	cr.MaxLineBytes = 1 << 20
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	got := readAll(t, cr)
+	runtime.ReadMemStats(&after)
+	assert.Equal(t, []string{"error: line 1: longer than 1048576 bytes (the case-line limit)", "next"}, got)
+	assert.Equal(t, 2, cr.Line())
+	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(16<<20), "allocated while reading 256 MiB")
+}
+
 func TestCaseIDSurrogates(t *testing.T) {
 	parse := func(id string) (Case, error) {
 		return ParseCase([]byte(`{"id": "`+id+`", "input": {}, "output": 1}`), 5)
@@ -98,4 +191,49 @@ func TestCaseIDSurrogates(t *testing.T) {
 	// Lone surrogates elsewhere in the case still reach Python as they are.
 	_, err = ParseCase([]byte(`{"id": "s", "input": {"q": "\ud800"}, "output": "\udc00"}`), 9)
 	assert.NoError(t, err)
+}
+
+// FuzzCaseReader: whatever the bytes and the cap, every line that is not
+// blank gives exactly one Case or *LineError, numbered as the line, and a
+// line is called too long exactly when it is past the cap.
+func FuzzCaseReader(f *testing.F) {
+	f.Add([]byte("\xEF\xBB\xBF{\"input\": {}, \"output\": 1}\n\n \u00a0\n[1]"), 4)
+	f.Add([]byte("{\"input\": {}, \"output\": \"xxxxxxxxxx\"}\r\n\t\n{}\n"), 30)
+	f.Add([]byte("aaaaaaaa\nbb\n\n\ncccccccccc"), 3)
+	f.Fuzz(func(t *testing.T, src []byte, max int) {
+		max = 1 + (max&0xffff)%64
+		var want []string
+		for i, line := range strings.SplitAfter(string(src), "\n") {
+			if i == 0 {
+				line = strings.TrimPrefix(line, "\xEF\xBB\xBF")
+			}
+			content := strings.TrimSuffix(line, "\n")
+			switch {
+			case len(content) > max:
+				want = append(want, strconv.Itoa(i+1)+" long")
+			case len(trimJSONSpace([]byte(line))) > 0:
+				want = append(want, strconv.Itoa(i+1))
+			}
+		}
+		cr := NewCaseReader(bytes.NewReader(src))
+		cr.MaxLineBytes = max
+		var got []string
+		for {
+			_, err := cr.Next()
+			if err == io.EOF {
+				break
+			}
+			var le *LineError
+			if err != nil {
+				require.True(t, errors.As(err, &le), "%v", err)
+				require.Equal(t, cr.Line(), le.Line)
+			}
+			entry := strconv.Itoa(cr.Line())
+			if le != nil && strings.Contains(le.Msg, "the case-line limit") {
+				entry += " long"
+			}
+			got = append(got, entry)
+		}
+		require.Equal(t, want, got, "%q (cap %d)", src, max)
+	})
 }
