@@ -64,7 +64,7 @@ bench: deps
 	taskset -c 0 $(GO) test -run='^$$' -bench=ScoreAllFile -benchtime=300000x -count=3 ./engine
 
 bench-cli: build
-	$(or $(PY),python3) -c "import sys; l=open('$(EXAMPLE)/cases.jsonl').read().splitlines(); open('bin/big.jsonl','w').write(''.join(l[i%len(l)]+'\n' for i in range(200000)))"
+	$(or $(PY),python3) -c "import json; l=[json.loads(x) for x in open('$(EXAMPLE)/cases.jsonl') if x.strip()]; open('bin/big.jsonl','w').write(''.join(json.dumps(dict(l[i%len(l)], id=f'c{i}'))+'\n' for i in range(200000)))"
 	./$(BIN) bench --metric $(EXAMPLE)/metric.py --cases 50000 --runs 5 --file bin/big.jsonl
 
 # A metric that does real work (difflib, ~200 us a case) on 4,000 cases: the
@@ -90,7 +90,7 @@ soak: deps
 FUZZTIME ?= 30s
 fuzz: deps
 	for t in FuzzAppendJSON FuzzDecode FuzzCodecThroughPython; do $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) ./cpython || exit 1; done
-	for t in FuzzParseCase FuzzCaseReader FuzzValidateReturn; do $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) ./engine || exit 1; done
+	for t in FuzzParseCase FuzzCaseReader FuzzQuickID FuzzValidateReturn; do $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) ./engine || exit 1; done
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./reward
 
 clean:

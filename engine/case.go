@@ -82,6 +82,11 @@ const (
 	KindCanceled ErrorKind = "canceled"
 	// KindRun: the program's run raised or overran its time limit.
 	KindRun ErrorKind = "run"
+	// KindCrash: the case took the Python process down (a segfault,
+	// os._exit, abort) even when scored alone. Only the skynet command
+	// gives it, since it runs the engine in a child process; a library
+	// user's process dies with its metric.
+	KindCrash ErrorKind = "crash"
 )
 
 // CaseError says why a case has no score.

@@ -47,32 +47,21 @@ func ParseCase(line []byte, lineNo int) (Case, error) {
 	if err != nil {
 		return fail("%v", err)
 	}
+	// The id first, so that a bad line's error carries it wherever it is
+	// in the line (QuickID finds the same one).
+	for _, m := range members {
+		if m.Key == "id" {
+			id, msg := caseID(m.Value, lineNo)
+			if msg != "" {
+				return fail("%s", msg)
+			}
+			c.ID = id
+		}
+	}
 	var input, output, expected, observation json.RawMessage
 	for _, m := range members {
 		switch m.Key {
 		case "id":
-			switch jsonKind(m.Value) {
-			case "a string":
-				if raw := m.Value[1 : len(m.Value)-1]; bytes.IndexByte(raw, '\\') < 0 {
-					c.ID = string(raw) // SplitObject checked it; without escapes it is its own text
-					break
-				}
-				if esc := loneSurrogate(m.Value); esc != "" {
-					// encoding/json would make it U+FFFD: two such ids would
-					// collide, and the results would not hold the data's id.
-					return fail(`"id" is not valid Unicode: it holds a lone surrogate %s (half of a UTF-16 pair), which results cannot write back as it is`, esc)
-				}
-				var id string
-				if err := json.Unmarshal(m.Value, &id); err != nil {
-					return fail(`"id": %v`, err)
-				}
-				c.ID = id
-			case "a number":
-				c.ID = string(m.Value)
-			case "null":
-			default:
-				return fail(`"id" must be a string or a number, got %s`, jsonKind(m.Value))
-			}
 		case "input":
 			input = m.Value
 		case "output":
@@ -163,6 +152,140 @@ func validateObservation(o Observation) error {
 	return nil
 }
 
+// caseID is the id a case line's "id" value gives: a string's text, a
+// number's digits, the line number for null; msg says why it is not one.
+func caseID(v []byte, lineNo int) (id, msg string) {
+	switch jsonKind(v) {
+	case "a string":
+		if raw := v[1 : len(v)-1]; bytes.IndexByte(raw, '\\') < 0 {
+			return string(raw), "" // without escapes it is its own text
+		}
+		if esc := loneSurrogate(v); esc != "" {
+			// encoding/json would make it U+FFFD: two such ids would
+			// collide, and the results would not hold the data's id.
+			return "", fmt.Sprintf(`"id" is not valid Unicode: it holds a lone surrogate %s (half of a UTF-16 pair), which results cannot write back as it is`, esc)
+		}
+		var id string
+		if err := json.Unmarshal(v, &id); err != nil {
+			return "", fmt.Sprintf(`"id": %v`, err)
+		}
+		return id, ""
+	case "a number":
+		return string(v), ""
+	case "null":
+		return strconv.Itoa(lineNo), ""
+	}
+	return "", fmt.Sprintf(`"id" must be a string or a number, got %s`, jsonKind(v))
+}
+
+// QuickID finds the id ParseCase gives a line, without reading the rest of
+// it: the skynet command keeps ids apart and resumes runs by it while its
+// child process parses the cases. ok is false when the line is not plainly
+// an object with a usable id (ParseCase then says why); a line it finds an
+// id in may still be a bad case.
+func QuickID(line []byte, lineNo int) (id string, ok bool) {
+	i, n := 0, len(line)
+	space := func() {
+		for i < n && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r' || line[i] == '\n') {
+			i++
+		}
+	}
+	// skip passes over one value and says whether it looked whole.
+	skip := func() bool {
+		if i >= n {
+			return false
+		}
+		switch line[i] {
+		case '"':
+			for i++; i < n; i++ {
+				switch line[i] {
+				case '\\':
+					i++
+				case '"':
+					i++
+					return true
+				}
+			}
+			return false
+		case '{', '[':
+			depth := 0
+			for ; i < n; i++ {
+				switch line[i] {
+				case '"':
+					for i++; i < n && line[i] != '"'; i++ {
+						if line[i] == '\\' {
+							i++
+						}
+					}
+				case '{', '[':
+					depth++
+				case '}', ']':
+					if depth--; depth == 0 {
+						i++
+						return true
+					}
+				}
+			}
+			return false
+		}
+		start := i
+		for i < n && line[i] != ',' && line[i] != '}' && line[i] != ' ' && line[i] != '\t' && line[i] != '\r' && line[i] != '\n' {
+			i++
+		}
+		return i > start
+	}
+	space()
+	if i >= n || line[i] != '{' {
+		return "", false
+	}
+	i++
+	var value []byte
+	for first := true; ; first = false {
+		space()
+		if first && i < n && line[i] == '}' {
+			break
+		}
+		if i >= n || line[i] != '"' {
+			return "", false
+		}
+		k := i + 1
+		if !skip() {
+			return "", false
+		}
+		key := line[k : i-1]
+		if bytes.IndexByte(key, '\\') >= 0 {
+			return "", false // an escaped key: leave it to ParseCase
+		}
+		space()
+		if i >= n || line[i] != ':' {
+			return "", false
+		}
+		i++
+		space()
+		v := i
+		if !skip() {
+			return "", false
+		}
+		if string(key) == "id" {
+			value = line[v:i]
+		}
+		space()
+		if i < n && line[i] == ',' {
+			i++
+			continue
+		}
+		if i < n && line[i] == '}' {
+			break
+		}
+		return "", false
+	}
+	if value == nil {
+		return strconv.Itoa(lineNo), true
+	}
+	id, msg := caseID(value, lineNo)
+	return id, msg == ""
+}
+
 // jsonKind names the kind of a valid JSON text by its first byte.
 func jsonKind(raw json.RawMessage) string {
 	raw = bytes.TrimLeft(raw, " \t\r\n")
@@ -223,27 +346,41 @@ func NewCaseReader(r io.Reader) *CaseReader {
 // for as long as it goes on, in bounded memory, so a caller that wants to
 // stop should stop on that error.
 func (cr *CaseReader) Next() (Case, error) {
+	line, err := cr.NextLine()
+	if le, ok := err.(*LineError); ok {
+		return Case{ID: strconv.Itoa(le.Line)}, le
+	}
+	if err != nil {
+		return Case{}, err
+	}
+	return ParseCase(line, cr.line)
+}
+
+// NextLine is Next without parsing: the next line that is not blank,
+// without its surrounding whitespace (a *LineError when it is too long),
+// for ParseCase or QuickID with Line.
+func (cr *CaseReader) NextLine() ([]byte, error) {
 	for {
 		if cr.skipping {
 			if err := cr.skipLine(); err != nil {
-				return Case{}, err
+				return nil, err
 			}
 		}
 		line, err := cr.readLine()
-		if le, ok := err.(*LineError); ok {
-			return Case{ID: strconv.Itoa(le.Line)}, le
+		if _, ok := err.(*LineError); ok {
+			return nil, err
 		}
 		if line == nil {
-			return Case{}, err
+			return nil, err
 		}
 		trimmed := trimJSONSpace(line) // a U+00A0 line is a bad case, not blank
 		if len(trimmed) == 0 {
 			if err != nil {
-				return Case{}, err
+				return nil, err
 			}
 			continue
 		}
-		return ParseCase(trimmed, cr.line)
+		return trimmed, nil
 	}
 }
 

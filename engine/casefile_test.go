@@ -237,3 +237,48 @@ func FuzzCaseReader(f *testing.F) {
 		require.Equal(t, want, got, "%q (cap %d)", src, max)
 	})
 }
+
+// QuickID finds the id ParseCase gives: for lines ParseCase accepts, for
+// bad lines with a usable id, and it declines what it cannot read plainly.
+func TestQuickID(t *testing.T) {
+	for _, tc := range []struct {
+		line string
+		id   string
+		ok   bool
+	}{
+		{`{"id": "a1", "input": {}, "output": 1}`, "a1", true},
+		{`{"input": {"id": "inner"}, "output": [1, {"id": 2}], "id": 7}`, "7", true},
+		{`{"input": {}, "output": "x"}`, "5", true},
+		{`{"id": null, "input": {}, "output": "x"}`, "5", true},
+		{`{"id": "q\"uote\u00e9", "input": {}, "output": "}"}`, "q\"uote\u00e9", true},
+		{`{"output": "a \"}\" b", "id": "after", "input": {}}`, "after", true},
+		{`{"unknown": 1, "id": "named"}`, "named", true}, // a bad case, with its id
+		{`{"id": "\ud800", "input": {}, "output": 1}`, "", false},
+		{`{"\u0069d": "escaped key", "input": {}, "output": 1}`, "", false},
+		{`{"id": ["list"], "input": {}, "output": 1}`, "", false},
+		{`[1, 2]`, "", false},
+		{`{"id": "a1", "input": {}`, "", false},
+	} {
+		id, ok := QuickID([]byte(tc.line), 5)
+		assert.Equal(t, tc.ok, ok, tc.line)
+		assert.Equal(t, tc.id, id, tc.line)
+		if c, err := ParseCase([]byte(tc.line), 5); ok && (err == nil || tc.id == "named") {
+			assert.Equal(t, c.ID, id, "ParseCase agrees: %s", tc.line)
+		}
+	}
+}
+
+// FuzzQuickID: on any line ParseCase accepts, QuickID finds the same id or
+// declines.
+func FuzzQuickID(f *testing.F) {
+	f.Add([]byte(`{"id": "a\"b", "input": {"x": "}"}, "output": [1, "]"]}`))
+	f.Add([]byte(`{"input": {}, "output": 1, "id": 3.5e2}`))
+	f.Add([]byte(`{"id": "\u00e9\ud83d\ude00", "input": {}, "output": null}`))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		c, err := ParseCase(line, 9)
+		id, ok := QuickID(line, 9)
+		if err == nil && ok {
+			require.Equal(t, c.ID, id, "%q", line)
+		}
+	})
+}

@@ -25,7 +25,7 @@ var (
 
 // binary builds the skynet command once for the tests that run it as a
 // separate process.
-func binary(t *testing.T) string {
+func skynetBin(t *testing.T) string {
 	binOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "skynet-bin-")
 		if err != nil {
@@ -100,7 +100,7 @@ func TestKillAndResume(t *testing.T) {
 	const n = 300
 	metric, data := slowRun(t, n)
 	out := filepath.Join(t.TempDir(), "results.jsonl")
-	cmd := exec.Command(binary(t), "score", "--metric", metric, "--data", data, "--out", out)
+	cmd := exec.Command(skynetBin(t), "score", "--metric", metric, "--data", data, "--out", out)
 	require.NoError(t, cmd.Start())
 	waitLines(t, out, 40)
 	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
@@ -108,7 +108,7 @@ func TestKillAndResume(t *testing.T) {
 	before := linesIn(t, out)
 	require.Less(t, before, n, "killed before the end")
 
-	res, err := exec.Command(binary(t), "score", "--metric", metric, "--data", data, "--out", out, "--resume").CombinedOutput()
+	res, err := exec.Command(skynetBin(t), "score", "--metric", metric, "--data", data, "--out", out, "--resume").CombinedOutput()
 	require.NoError(t, err, string(res))
 	assert.Contains(t, string(res), fmt.Sprintf("resumed: %d case(s) were already done and kept", before))
 	checkComplete(t, out, n)
@@ -120,16 +120,19 @@ func TestInterruptAndResume(t *testing.T) {
 	const n = 300
 	metric, data := slowRun(t, n)
 	out := filepath.Join(t.TempDir(), "results.jsonl")
-	cmd := exec.Command(binary(t), "score", "--metric", metric, "--data", data, "--out", out)
+	cmd := exec.Command(skynetBin(t), "score", "--metric", metric, "--data", data, "--out", out)
 	var stdout bytes.Buffer
 	cmd.Stdout = &stdout
 	require.NoError(t, cmd.Start())
 	waitLines(t, out, 40)
 	require.NoError(t, cmd.Process.Signal(os.Interrupt))
-	require.NoError(t, cmd.Wait(), "an interrupted run exits normally")
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee)
+	assert.Equal(t, 130, ee.ExitCode(), "an interrupted run exits 130, as shells do for SIGINT")
 	assert.Contains(t, stdout.String(), "INTERRUPTED after scoring")
 
-	res, err := exec.Command(binary(t), "score", "--metric", metric, "--data", data, "--out", out, "--resume").CombinedOutput()
+	res, err := exec.Command(skynetBin(t), "score", "--metric", metric, "--data", data, "--out", out, "--resume").CombinedOutput()
 	require.NoError(t, err, string(res))
 	checkComplete(t, out, n)
 }

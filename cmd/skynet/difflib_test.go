@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skynetml/skynet/engine"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -24,10 +25,15 @@ func TestDifflibBenchmarkFiles(t *testing.T) {
 	engineOut := filepath.Join(dir, "engine.jsonl")
 	code, _, errOut := skynet("score", "--metric", difflibDir+"metric.py", "--data", cases, "--out", engineOut)
 	require.Equal(t, exitOK, code, errOut)
-	engine := difflibResults(t, engineOut)
-	require.Len(t, engine, 50)
+	scored := difflibResults(t, engineOut)
+	require.Len(t, scored, 50)
 
-	python, err := embeddedPython() // the interpreter is running now
+	// The command ran Python in its child; open an engine here so this
+	// process has the interpreter whose python3 the baselines use.
+	e, err := engine.Open(engine.Options{Metric: difflibDir + "metric.py"})
+	require.NoError(t, err)
+	defer e.Close()
+	python, err := embeddedPython()
 	require.NoError(t, err)
 	want, err := os.ReadFile(cases)
 	require.NoError(t, err)
@@ -38,9 +44,9 @@ func TestDifflibBenchmarkFiles(t *testing.T) {
 		out := filepath.Join(dir, filepath.Base(script[0])+".jsonl")
 		b, err := exec.Command(python, append([]string{script[0], difflibDir + "metric.py", cases, out}, script[1:]...)...).CombinedOutput()
 		require.NoError(t, err, string(b))
-		assert.Equal(t, engine, difflibResults(t, out), script[0])
+		assert.Equal(t, scored, difflibResults(t, out), script[0])
 	}
-	assert.Equal(t, "Similarity 0.888 to the expected text (108 vs 106 characters).", engine[0].Feedback)
+	assert.Equal(t, "Similarity 0.888 to the expected text (108 vs 106 characters).", scored[0].Feedback)
 }
 
 type difflibResult struct {

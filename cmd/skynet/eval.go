@@ -8,9 +8,7 @@ import (
 	"io"
 	"iter"
 	"os"
-	"slices"
 	"strings"
-	"time"
 
 	"github.com/skynetml/skynet/engine"
 )
@@ -33,6 +31,7 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 	runTimeout := fs.Duration("run-timeout", 0, "time limit per run call (default: --timeout, at most 600s)")
 	workers := fs.Int("workers", 1, "Python worker threads (more help when run or score wait on models)")
 	interps := addInterpretersFlag(fs)
+	svFlags := addSupervisorFlags(fs)
 	models := addModelFlags(fs)
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
@@ -42,6 +41,11 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 	}
 	if *workers < 1 || *limit < 0 || *sample < 0 {
 		fmt.Fprintln(stderr, "skynet eval: --workers must be at least 1; --limit and --sample must not be negative")
+		return exitUsage
+	}
+	sv := svFlags
+	if err := sv.validate(); err != nil {
+		fmt.Fprintf(stderr, "skynet eval: %v\n", err)
 		return exitUsage
 	}
 	artifact, err := os.ReadFile(*artifactPath)
@@ -55,22 +59,64 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "skynet eval: %v\n", err)
 		return exitUsage
 	}
-	results, summary, done, closeOut, err := resultsOutput(*out, *resume, stdout, stderr)
+	artifactText := strings.TrimRight(string(artifact), "\n")
+	opts := engine.Options{Metric: *metric, Program: *program, Timeout: *timeout, RunTimeout: *runTimeout,
+		Workers: *workers, Interpreters: int(*interps)}
+	if child, _ := isChild(); child {
+		// The child reads the same dataset; the parent sends indices into it.
+		return serveChild(childJob{cmd: "eval", models: models, opts: opts, withRun: true,
+			caseOf: func(i int, _ []byte) engine.Case {
+				if i < 0 || i >= len(cases) {
+					return engine.InvalidCase(fmt.Sprint(i), fmt.Errorf("no row %d in the dataset", i))
+				}
+				return cases[i]
+			},
+			results: func(e *engine.Engine, ctx context.Context, cs iter.Seq[engine.Case]) iter.Seq2[int, engine.Result] {
+				return e.Evaluate(ctx, artifactText, cs)
+			}})
+	}
+	results, summary, done, closeOut, err := resultsOutput(*out, *resume, *data, stdout, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "skynet eval: %v\n", err)
 		return exitUsage
 	}
 	defer closeOut()
-	e, client, closeAll, code := openEngine("eval", stderr, models, engine.Options{Metric: *metric, Program: *program,
-		Timeout: *timeout, RunTimeout: *runTimeout, Workers: *workers, Interpreters: int(*interps)})
-	if code != exitOK {
-		return code
+	if id, ok := foreignID(done, func(yield func(string) bool) {
+		for _, c := range cases {
+			if !yield(c.ID) {
+				return
+			}
+		}
+	}); ok {
+		fmt.Fprintf(stderr, "skynet eval: --resume: %s\n", foreignMessage(*out, *data, id))
+		return exitUsage
 	}
-	defer closeAll()
-	artifactText := strings.TrimRight(string(artifact), "\n")
-	return runPass("eval", e, client, len(cases), done, summary, stderr, func(ctx context.Context, bar *progress) (*stats, error) {
-		return writeResults(e.Evaluate(ctx, artifactText, pending(slices.Values(cases), done)), results, bar, true)
-	})
+	entries, readErr := datasetEntries(cases, done)
+	timeLimit := max(*timeout, *runTimeout)
+	s := sv.supervisor("eval", args, timeLimit, results, stderr)
+	s.entries, s.readErr = entries, readErr
+	return runSupervised(s, len(cases)-len(done), done, summary, stderr)
+}
+
+// datasetEntries hands the dataset's cases to the supervisor; a repeated
+// id stops the input.
+func datasetEntries(cases []engine.Case, done map[string]bool) (<-chan *entry, func() error) {
+	ch := make(chan *entry, 1024)
+	var err error
+	go func() {
+		defer close(ch)
+		ids := newIDSet()
+		for i, c := range cases {
+			if prev, dup := ids.add(c.ID, i+1); dup {
+				err = &errDuplicate{id: c.ID, line: i + 1, prev: prev, what: "row"}
+				return
+			}
+			if !done[c.ID] {
+				ch <- &entry{id: c.ID, line: i, obs: c.Observation}
+			}
+		}
+	}()
+	return ch, func() error { return err }
 }
 
 func printResumed(w io.Writer, done map[string]bool) {
@@ -105,16 +151,23 @@ func openFailed(stderr io.Writer, cmd string, err error) int {
 	return exitUsage
 }
 
-// resultsOutput opens where results go: --out, or a protected stdout. The
-// summary goes to stdout when results go to a file, else to stderr. With
-// resume, the file keeps its finished results (see resumeResults) and done
-// holds their ids.
-func resultsOutput(out string, resume bool, stdout, stderr io.Writer) (results, summary io.Writer, done map[string]bool, closeFn func(), err error) {
+// resultsOutput opens where results go: --out, or stdout. The summary goes
+// to stdout when results go to a file, else to stderr. With resume, the file
+// keeps its finished results (see resumeResults) and done holds their ids.
+// A results file that is the case file itself is refused.
+func resultsOutput(out string, resume bool, data string, stdout, stderr io.Writer) (results, summary io.Writer, done map[string]bool, closeFn func(), err error) {
 	if out == "" {
 		if resume {
 			return nil, nil, nil, nil, errors.New("--resume needs --out: the results file to continue")
 		}
-		return protectStdout(stdout), stderr, nil, func() {}, nil
+		return stdout, stderr, nil, func() {}, nil
+	}
+	if data != "-" {
+		if di, err := os.Stat(data); err == nil {
+			if oi, err := os.Stat(out); err == nil && os.SameFile(di, oi) {
+				return nil, nil, nil, nil, fmt.Errorf("--out %s is the case file --data %s: writing results there would destroy the cases", out, data)
+			}
+		}
 	}
 	flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
 	if resume {
@@ -128,38 +181,4 @@ func resultsOutput(out string, resume bool, stdout, stderr io.Writer) (results, 
 		return nil, nil, nil, nil, err
 	}
 	return f, stdout, done, func() { f.Close() }, nil
-}
-
-// pending filters out the cases a resumed run has already done.
-func pending(cases iter.Seq[engine.Case], done map[string]bool) iter.Seq[engine.Case] {
-	if len(done) == 0 {
-		return cases
-	}
-	return func(yield func(engine.Case) bool) {
-		for c := range cases {
-			if !done[c.ID] && !yield(c) {
-				return
-			}
-		}
-	}
-}
-
-// warnWedges tells the user, once per wedge, which case holds the Python
-// interpreter in C code, so a stalled run does not look like a silent hang.
-func warnWedges(ctx context.Context, e *engine.Engine, stderr io.Writer) {
-	var last engine.Wedge
-	t := time.NewTicker(250 * time.Millisecond)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		if w, ok := e.Wedged(); ok && w != last {
-			last = w
-			fmt.Fprintf(stderr, "\nskynet: case %s is stuck in C code holding the Python interpreter (since %s); no case can run until it returns\n",
-				w.CaseID, w.Since.Format(time.TimeOnly))
-		}
-	}
 }

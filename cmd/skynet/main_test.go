@@ -23,6 +23,16 @@ import (
 
 const example = "../../testdata/exact_match/"
 
+// TestMain lets the test binary stand in for skynet when a command the
+// tests run in process starts its child (supervise.go): that child is this
+// binary, with childEnv set.
+func TestMain(m *testing.M) {
+	if child, _ := isChild(); child {
+		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
 func skynet(args ...string) (code int, stdout, stderr string) {
 	var o, e bytes.Buffer
 	code = run(args, &o, &e)
@@ -138,7 +148,7 @@ func TestCheckExitCodes(t *testing.T) {
 // TestResultStreamSurvivesStrayWrites runs the real binary: what a metric
 // writes to fd 1 or prints must never reach the results on stdout.
 func TestResultStreamSurvivesStrayWrites(t *testing.T) {
-	bin := binary(t)
+	bin := skynetBin(t)
 	metric := filepath.Join(t.TempDir(), "metric.py")
 	require.NoError(t, os.WriteFile(metric, []byte(`
 import os, sys
@@ -256,7 +266,7 @@ func TestBenchReport(t *testing.T) {
 	big := filepath.Join(t.TempDir(), "big.jsonl")
 	data, err := os.ReadFile(example + "cases.jsonl")
 	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(big, bytes.Repeat(data, 20), 0o644))
+	require.NoError(t, os.WriteFile(big, uniqueIDs(t, data, 20), 0o644))
 	rep := benchJSON(t, "--metric", example+"metric.py", "--cases", "300", "--runs", "1",
 		"--per-process-cases", "2", "--file", big)
 	assert.Equal(t, 300, rep.Cases)
@@ -301,7 +311,7 @@ func TestBenchFileOnly(t *testing.T) {
 // benchJSON runs `skynet bench ARGS --json` as its own process and decodes its report.
 func benchJSON(t *testing.T, args ...string) benchReport {
 	t.Helper()
-	cmd := exec.Command(binary(t), append(append([]string{"bench"}, args...), "--json")...)
+	cmd := exec.Command(skynetBin(t), append(append([]string{"bench"}, args...), "--json")...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -371,9 +381,26 @@ func TestVersion(t *testing.T) {
 		assert.Equal(t, dir, filepath.Dir(lib), "libpython comes from %s's LIBDIR", python)
 	}
 
-	cmd := exec.Command(binary(t), "--version")
+	cmd := exec.Command(skynetBin(t), "--version")
 	cmd.Env = append(os.Environ(), "LD_LIBRARY_PATH=")
 	bin, err := cmd.CombinedOutput()
 	require.NoError(t, err, string(bin))
 	assert.Equal(t, out, string(bin), "the binary loads the same libpython as the test")
+}
+
+// uniqueIDs repeats a case file n times, each case with an id of its own
+// (skynet score refuses repeated ids).
+func uniqueIDs(t *testing.T, data []byte, n int) []byte {
+	var out bytes.Buffer
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	for i := 0; i < n*len(lines); i++ {
+		var c map[string]any
+		require.NoError(t, json.Unmarshal([]byte(lines[i%len(lines)]), &c))
+		c["id"] = fmt.Sprintf("c%d", i)
+		b, err := json.Marshal(c)
+		require.NoError(t, err)
+		out.Write(b)
+		out.WriteByte('\n')
+	}
+	return out.Bytes()
 }

@@ -8,8 +8,12 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"iter"
+	"maps"
 	"os"
 	"path/filepath"
+
+	"github.com/skynetml/skynet/engine"
 )
 
 // resumeResults prepares a results file for --resume: it keeps every whole
@@ -66,4 +70,51 @@ func resumeResults(path string) (map[string]bool, error) {
 		return nil, err
 	}
 	return done, os.Rename(tmp.Name(), path)
+}
+
+// foreignID returns an id of done that is not among the data's ids: a
+// results file from another dataset.
+func foreignID(done map[string]bool, ids iter.Seq[string]) (string, bool) {
+	if len(done) == 0 {
+		return "", false
+	}
+	left := maps.Clone(done)
+	for id := range ids {
+		delete(left, id)
+	}
+	for id := range left {
+		return id, true
+	}
+	return "", false
+}
+
+func foreignMessage(out, data, id string) string {
+	return fmt.Sprintf("%s has a result for case %q, which is not in %s: is it the results of another dataset? (use another --out, or delete it to start over)", out, id, data)
+}
+
+// fileIDs reads the ids of a case file (for --resume's check); bad lines
+// have the ids a run gives them.
+func fileIDs(path string, maxLine int) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		f, err := os.Open(path)
+		if err != nil {
+			return
+		}
+		defer f.Close()
+		cr := engine.NewCaseReader(f)
+		cr.MaxLineBytes = maxLine
+		for {
+			c, err := cr.Next()
+			if err == io.EOF {
+				return
+			}
+			var le *engine.LineError
+			if err != nil && !errors.As(err, &le) {
+				return
+			}
+			if !yield(c.ID) {
+				return
+			}
+		}
+	}
 }

@@ -14,7 +14,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -52,6 +51,7 @@ func runScore(args []string, stdout, stderr io.Writer) int {
 	timeout := fs.Duration("timeout", engine.DefaultTimeout, "time limit per score call (at most 600s)")
 	workers := fs.Int("workers", 1, "Python worker threads (more help only when score waits on llm(); see README)")
 	interps := addInterpretersFlag(fs)
+	sv := addSupervisorFlags(fs)
 	models := addModelFlags(fs)
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
@@ -63,29 +63,46 @@ func runScore(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "skynet score: --workers must be at least 1")
 		return exitUsage
 	}
+	opts := engine.Options{Metric: *metric, Timeout: *timeout, Workers: *workers, Interpreters: int(*interps)}
+	if child, _ := isChild(); child {
+		return serveChild(childJob{cmd: "score", models: models, opts: opts,
+			caseOf: func(n int, raw []byte) engine.Case {
+				c, err := engine.ParseCase(raw, n)
+				if err != nil {
+					return engine.InvalidCase(c.ID, err)
+				}
+				return c
+			},
+			results: func(e *engine.Engine, ctx context.Context, cases iter.Seq[engine.Case]) iter.Seq2[int, engine.Result] {
+				return e.ScoreAll(ctx, cases, 0)
+			}})
+	}
+	if err := sv.validate(); err != nil {
+		fmt.Fprintf(stderr, "skynet score: %v\n", err)
+		return exitUsage
+	}
 	in, total, err := openCases(*data)
 	if err != nil {
 		fmt.Fprintf(stderr, "skynet score: %v\n", err)
 		return exitUsage
 	}
 	defer in.Close()
-
-	results, summary, done, closeOut, err := resultsOutput(*out, *resume, stdout, stderr)
+	results, summary, done, closeOut, err := resultsOutput(*out, *resume, *data, stdout, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "skynet score: %v\n", err)
 		return exitUsage
 	}
 	defer closeOut()
-
-	e, client, closeAll, code := openEngine("score", stderr, models,
-		engine.Options{Metric: *metric, Timeout: *timeout, Workers: *workers, Interpreters: int(*interps)})
-	if code != exitOK {
-		return code
+	if len(done) > 0 && *data != "-" {
+		if id, ok := foreignID(done, fileIDs(*data, sv.maxLine)); ok {
+			fmt.Fprintf(stderr, "skynet score: --resume: %s\n", foreignMessage(*out, *data, id))
+			return exitUsage
+		}
 	}
-	defer closeAll()
-	return runPass("score", e, client, total, done, summary, stderr, func(ctx context.Context, bar *progress) (*stats, error) {
-		return scoreStream(ctx, e, in, results, done, bar)
-	})
+	entries, readErr := caseEntries(in, *data, done, sv.maxLine)
+	s := sv.supervisor("score", args, *timeout, results, stderr)
+	s.entries, s.readErr = entries, readErr
+	return runSupervised(s, total-len(done), done, summary, stderr)
 }
 
 // openCases opens the case file and counts its lines for the progress bar.
@@ -110,130 +127,58 @@ func openCases(path string) (io.ReadCloser, int, error) {
 	return f, total, nil
 }
 
-// protectStdout moves the results stream to a private copy of file
-// descriptor 1 and points fd 1 at stderr, so that nothing a metric writes
-// at the C level (os.write(1, ...), a C library's printf) can corrupt it.
-func protectStdout(stdout io.Writer) io.Writer {
-	if stdout != io.Writer(os.Stdout) {
-		return stdout
-	}
-	fd, err := syscall.Dup(1)
-	if err != nil {
-		return stdout
-	}
-	if err := syscall.Dup3(2, 1, 0); err != nil {
-		syscall.Close(fd)
-		return stdout
-	}
-	syscall.CloseOnExec(fd)
-	return os.NewFile(uintptr(fd), "results")
-}
-
-// scoreStream reads cases, scores them and writes results in input order.
-// Reading and parsing run on a goroutine of their own, encoding and writing
-// on this one, while Python scores on a worker. Every line read yields
-// exactly one result line.
-func scoreStream(ctx context.Context, e *engine.Engine, in io.Reader, out io.Writer, done map[string]bool, bar *progress) (*stats, error) {
-	var readErr error
-	cases := func(yield func(engine.Case) bool) {
+// caseEntries reads the case file on a goroutine of its own into entries
+// for the supervisor: a bad line gets its input error here, ids already done
+// (--resume) are passed over, and a repeated id stops the input. readErr
+// says why the input stopped early, once entries is closed.
+func caseEntries(in io.Reader, path string, done map[string]bool, maxLine int) (entries <-chan *entry, readErr func() error) {
+	ch := make(chan *entry, 1024)
+	var err error
+	go func() {
+		defer close(ch)
 		cr := engine.NewCaseReader(in)
+		cr.MaxLineBytes = maxLine
+		ids := newIDSet()
 		for {
-			c, err := cr.Next()
-			if err == io.EOF {
+			line, rerr := cr.NextLine()
+			if rerr == io.EOF {
 				return
 			}
-			if err != nil {
-				var le *engine.LineError
-				if !errors.As(err, &le) {
-					readErr = err
-					return
-				}
-				c = engine.InvalidCase(c.ID, err)
-			}
-			if !yield(c) {
+			n := cr.Line()
+			var le *engine.LineError
+			if rerr != nil && !errors.As(rerr, &le) {
+				err = fmt.Errorf("%s: %w", path, rerr)
 				return
 			}
-		}
-	}
-	st, err := writeResults(e.ScoreAll(ctx, readAhead(pending(cases, done)), 0), out, bar, false)
-	if readErr != nil { // set before readAhead's channel closed
-		return st, readErr
-	}
-	return st, err
-}
-
-// readAhead runs cases on a goroutine of its own, a chunk ahead of the
-// consumer, so parsing the input overlaps converting and writing.
-func readAhead(cases iter.Seq[engine.Case]) iter.Seq[engine.Case] {
-	const chunk = 256
-	return func(yield func(engine.Case) bool) {
-		chunks := make(chan []engine.Case, 4)
-		stop := make(chan struct{})
-		defer func() {
-			close(stop)
-			for range chunks { // let the reader see stop and finish
+			e := &entry{line: n, raw: line}
+			var ok bool
+			if rerr == nil {
+				// The child parses the case; here the id is enough, unless
+				// the line is plainly bad.
+				e.id, ok = engine.QuickID(line, n)
 			}
-		}()
-		go func() {
-			defer close(chunks)
-			buf := make([]engine.Case, 0, chunk)
-			for c := range cases {
-				if buf = append(buf, c); len(buf) == chunk {
-					select {
-					case chunks <- buf:
-					case <-stop:
-						return
-					}
-					buf = make([]engine.Case, 0, chunk)
+			if !ok {
+				c := engine.Case{ID: strconv.Itoa(n)}
+				if le == nil {
+					c, rerr = engine.ParseCase(line, n)
+				}
+				e.id, e.obs = c.ID, c.Observation
+				if rerr != nil {
+					msg := rerr.Error()
+					e.res = &engine.Result{ID: c.ID, Feedback: msg, Err: &engine.CaseError{Kind: engine.KindInput, Message: msg}, Observation: c.Observation}
 				}
 			}
-			if len(buf) > 0 {
-				select {
-				case chunks <- buf:
-				case <-stop:
-				}
+			if prev, dup := ids.add(e.id, n); dup {
+				err = fmt.Errorf("%s: %w", path, &errDuplicate{id: e.id, line: n, prev: prev, what: "line"})
+				return
 			}
-		}()
-		for buf := range chunks {
-			for _, c := range buf {
-				if !yield(c) {
-					return
-				}
+			if done[e.id] {
+				continue
 			}
+			ch <- e
 		}
-	}
-}
-
-// writeResults writes results as they come, whole lines, flushed soon after
-// they are known; withRun adds each case's output and observation.
-func writeResults(results iter.Seq2[int, engine.Result], out io.Writer, bar *progress, withRun bool) (*stats, error) {
-	st := newStats()
-	// Lines are gathered and written whole, so a crash never leaves half a
-	// line behind for --resume to find.
-	buf := make([]byte, 0, 1<<16)
-	var writeErr error
-	flush := func() {
-		if writeErr == nil && len(buf) > 0 {
-			_, writeErr = out.Write(buf)
-		}
-		buf = buf[:0]
-	}
-	lastFlush := time.Now()
-	for _, r := range results {
-		st.add(r)
-		buf = appendResult(buf, r, withRun)
-		buf = append(buf, '\n')
-		if bar != nil {
-			bar.step(st.count)
-		}
-		if len(buf) >= 1<<16 || time.Since(lastFlush) > 50*time.Millisecond {
-			flush()
-			lastFlush = time.Now()
-		}
-	}
-	flush()
-	st.elapsed = time.Since(st.start)
-	return st, writeErr
+	}()
+	return ch, func() error { return err }
 }
 
 // appendResult writes one results line (the shape of resultLine) without
@@ -391,7 +336,8 @@ type stats struct {
 	unmeasured int       // cases without a measured run cost
 	start      time.Time
 	elapsed    time.Duration
-	count      int
+	count      int // results counted, cancelled ones aside
+	canceled   int
 	sum        float64
 	named      map[string]*mean
 	errors     map[engine.ErrorKind]int
@@ -407,32 +353,68 @@ func newStats() *stats {
 	return &stats{start: time.Now(), named: map[string]*mean{}, errors: map[engine.ErrorKind]int{}}
 }
 
-func (s *stats) add(r engine.Result) {
+// tally is what the summary counts of one result.
+type tally struct {
+	score             float64
+	kind              engine.ErrorKind // "" when scored
+	runMS, cost       float64
+	hasRunMS, hasCost bool
+	warned            bool
+}
+
+func tallyOf(r engine.Result) tally {
+	t := tally{score: r.Score, warned: len(r.Warnings) > 0}
+	if r.Err != nil {
+		t.kind = r.Err.Kind
+	}
+	if v := r.Observation.RunMS; v != nil {
+		t.runMS, t.hasRunMS = *v, true
+	}
+	if v := r.Observation.CostUSD; v != nil {
+		t.cost, t.hasCost = *v, true
+	}
+	return t
+}
+
+// addResult counts a result made in this process.
+func (s *stats) addResult(r engine.Result) {
+	s.add(tallyOf(r))
+	for k, v := range r.Scores {
+		s.addScore([]byte(k), v)
+	}
+}
+
+func (s *stats) add(t tally) {
+	if t.kind == engine.KindCanceled {
+		s.canceled++
+		return
+	}
 	s.count++
-	if c := r.Observation.CostUSD; c != nil {
-		s.runCost += *c
+	if t.hasCost {
+		s.runCost += t.cost
 	} else {
 		s.unmeasured++
 	}
-	if t := r.Observation.RunMS; t != nil {
-		s.runTimes = append(s.runTimes, *t)
+	if t.hasRunMS {
+		s.runTimes = append(s.runTimes, t.runMS)
 	}
-	s.sum += r.Score
-	if r.Err != nil {
-		s.errors[r.Err.Kind]++
+	s.sum += t.score
+	if t.kind != "" {
+		s.errors[t.kind]++
 	}
-	for k, v := range r.Scores {
-		m := s.named[k]
-		if m == nil {
-			m = &mean{}
-			s.named[k] = m
-		}
-		m.sum += v
-		m.n++
-	}
-	if len(r.Warnings) > 0 {
+	if t.warned {
 		s.warnings++
 	}
+}
+
+func (s *stats) addScore(name []byte, v float64) {
+	m := s.named[string(name)]
+	if m == nil {
+		m = &mean{}
+		s.named[string(name)] = m
+	}
+	m.sum += v
+	m.n++
 }
 
 func (s *stats) print(w io.Writer, interrupted bool) {
@@ -445,6 +427,9 @@ func (s *stats) print(w io.Writer, interrupted bool) {
 		rate = float64(s.count) / s.elapsed.Seconds()
 	}
 	fmt.Fprintf(w, "%s %d case(s) in %.2fs (%.0f cases/s)\n", head, s.count, s.elapsed.Seconds(), rate)
+	if s.canceled > 0 {
+		fmt.Fprintf(w, "cancelled: %d case(s) read but not scored (--resume scores them)\n", s.canceled)
+	}
 	if s.count == 0 {
 		return
 	}
@@ -489,18 +474,19 @@ func (s *stats) print(w io.Writer, interrupted bool) {
 
 // printModelUse adds the model calls to the summary, role by role: the
 // metric model's cost is accounted apart from the run's (task model) cost.
-func printModelUse(w io.Writer, c *llm.Client) {
+func printModelUse(w io.Writer, use modelUse) {
 	for _, role := range []llm.Role{llm.RoleTask, llm.RoleMetric} {
-		s := c.Stats(role)
-		if s.Calls == 0 {
+		u, ok := use[role]
+		if !ok || u.Stats.Calls == 0 {
 			continue
 		}
+		s := u.Stats
 		cost := fmt.Sprintf("$%.6f", s.CostUSD)
 		if s.Unpriced > 0 {
 			cost += fmt.Sprintf(" (%d call(s) without a price: not measured; see --prices)", s.Unpriced)
 		}
 		fmt.Fprintf(w, "%s model %s: %d call(s), %d failed, %d retries, %d cache hit(s), %d input + %d output tokens, cost %s\n",
-			role, c.Model(role), s.Calls, s.Failures, s.Retries, s.CacheHits, s.InputTokens, s.OutputTokens, cost)
+			role, u.Model, s.Calls, s.Failures, s.Retries, s.CacheHits, s.InputTokens, s.OutputTokens, cost)
 	}
 }
 

@@ -2,13 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"hash/maphash"
 	"io"
-	"os"
-	"os/signal"
 	"strconv"
 	"syscall"
+	"time"
 
 	"github.com/skynetml/skynet/engine"
 	"github.com/skynetml/skynet/llm"
@@ -30,33 +31,102 @@ func openEngine(cmd string, stderr io.Writer, models modelFlags, opts engine.Opt
 	return e, client, func() { e.Close(); client.Close() }, exitOK
 }
 
-// runPass is what score and eval share once everything is open: SIGINT and
-// SIGTERM stop it cleanly, a progress bar shows on a terminal, a wedged
-// interpreter is reported, and the summary follows the results.
-func runPass(cmd string, e *engine.Engine, client *llm.Client, total int, done map[string]bool, summary, stderr io.Writer,
-	write func(ctx context.Context, bar *progress) (*stats, error)) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	var bar *progress
+// supervisorFlags are the flags of score and eval that bound the child
+// process running Python (supervise.go).
+type supervisorFlags struct {
+	loadTimeout *time.Duration
+	maxCrashes  *int
+	maxLine     int
+}
+
+func addSupervisorFlags(fs *flag.FlagSet) *supervisorFlags {
+	sv := &supervisorFlags{
+		loadTimeout: fs.Duration("load-timeout", engine.DefaultTimeout, "time limit for loading the metric (and program): importing it, checking it"),
+		maxCrashes:  fs.Int("max-crashes", defaultMaxCrashes, "give up after this many cases in a row crash the Python process (the rest get crash results)"),
+		maxLine:     engine.DefaultMaxLineBytes,
+	}
+	fs.IntVar(&sv.maxLine, "max-line-bytes", engine.DefaultMaxLineBytes, "longest case line read; a longer one is an input error")
+	return sv
+}
+
+func (sv *supervisorFlags) validate() error {
+	switch {
+	case *sv.loadTimeout <= 0:
+		return errors.New("--load-timeout must be positive")
+	case *sv.maxCrashes < 1:
+		return errors.New("--max-crashes must be at least 1")
+	case sv.maxLine < 1:
+		return errors.New("--max-line-bytes must be at least 1")
+	}
+	return nil
+}
+
+func (sv *supervisorFlags) supervisor(cmd string, args []string, timeout time.Duration, out, stderr io.Writer) *supervisor {
+	if timeout <= 0 {
+		timeout = engine.DefaultTimeout
+	}
+	return &supervisor{cmd: cmd, args: append([]string{cmd}, args...), withRun: cmd == "eval", timeout: timeout,
+		loadTimeout: *sv.loadTimeout, maxCrashes: *sv.maxCrashes, stderr: stderr, out: out}
+}
+
+// runSupervised is what score and eval share once the input and output are
+// open: the pass through child processes, a progress bar on a terminal, and
+// the summary after the results. Exit codes: 130 and 143 after SIGINT and
+// SIGTERM, 1 when a case crashed (or the metric did not load), 2 when the
+// input or output failed.
+func runSupervised(s *supervisor, total int, done map[string]bool, summary, stderr io.Writer) int {
 	if isTerminal(stderr) {
-		bar = &progress{w: stderr, total: total}
+		s.bar = &progress{w: stderr, total: total}
 	}
-	go warnWedges(ctx, e, stderr)
-	st, err := write(ctx, bar)
-	if bar != nil {
-		bar.done()
+	code := s.run(context.Background())
+	if s.bar != nil {
+		s.bar.done()
 	}
-	if err != nil {
-		fmt.Fprintf(stderr, "skynet %s: %v\n", cmd, err)
+	if code != exitOK {
+		return code
+	}
+	s.st.print(summary, s.interrupted != nil)
+	if line := s.restartLine(); line != "" {
+		fmt.Fprintln(summary, line)
+	}
+	printResumed(summary, done)
+	printModelUse(summary, s.models.use)
+	switch {
+	case s.writeErr != nil:
+		fmt.Fprintf(stderr, "skynet %s: writing results: %v\n", s.cmd, s.writeErr)
+		return exitUsage
+	case s.interrupted == syscall.SIGTERM:
+		return 128 + int(syscall.SIGTERM)
+	case s.interrupted != nil:
+		return 128 + int(syscall.SIGINT)
+	}
+	if err := s.readErr(); err != nil {
+		fmt.Fprintf(stderr, "skynet %s: %v\n", s.cmd, err)
 		return exitUsage
 	}
-	if why := e.Fallback(); why != "" { // known once the sub-interpreters tried to load the metric
-		fmt.Fprintf(stderr, "skynet %s: %s\n", cmd, why)
+	if s.st.errors[engine.KindCrash] > 0 {
+		return exitCheck
 	}
-	st.print(summary, ctx.Err() != nil)
-	printResumed(summary, done)
-	printModelUse(summary, client)
 	return exitOK
+}
+
+// idSet finds repeated case ids: it keeps a 64-bit hash of each and the
+// line it came from, not the id itself.
+type idSet struct {
+	seed maphash.Seed
+	m    map[uint64]int
+}
+
+func newIDSet() *idSet { return &idSet{seed: maphash.MakeSeed(), m: map[uint64]int{}} }
+
+// add records id at line; a repeat returns the line it was first seen on.
+func (s *idSet) add(id string, line int) (prev int, dup bool) {
+	h := maphash.String(s.seed, id)
+	if p, ok := s.m[h]; ok {
+		return p, true
+	}
+	s.m[h] = line
+	return 0, false
 }
 
 // interpreters is the --interpreters flag: "auto" (0: one per CPU on

@@ -1,0 +1,396 @@
+package main
+
+// The frames on the pipes between the skynet command and the child process
+// that runs Python for it (see supervise.go).
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/skynetml/skynet/engine"
+)
+
+// A frame is a type byte, the payload's length and CRC-32C (little-endian
+// uint32s), then the payload. The CRC tells a metric's stray writes on the
+// child's descriptors from what the child sent.
+const (
+	frameCase    byte = 'C' // parent to child: one case: its line number or index (uint32), then its line (score)
+	frameCancel  byte = 'X' // parent to child: stop; cases taken get canceled results
+	frameHello   byte = 'H' // child to parent: the metric loaded
+	frameResults byte = 'R' // child to parent: result records (appendRecord)
+	frameModels  byte = 'M' // child to parent: model use so far (JSON, modelUse)
+	frameWedged  byte = 'W' // child to parent: this case holds the interpreter past its timeout
+	frameChecks  byte = 'K' // child to parent: skynet check's checks (JSON)
+	frameFailed  byte = 'F' // child to parent: the engine did not open; payload: the exit code
+	frameDone    byte = 'D' // child to parent: every case taken has its result
+	framePing    byte = 'P' // child to parent: still alive
+)
+
+const (
+	frameHeader = 9
+	maxFrame    = 1 << 30
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+var errShortRecord = fmt.Errorf("%w: a result record is cut short", errBadFrame)
+
+// errBadFrame means the bytes on a pipe are not frames: something other
+// than the peer wrote to it.
+var errBadFrame = errors.New("the channel to the Python process was corrupted")
+
+// openFrame appends a frame header to b; closeFrame fills it in once the
+// payload that follows it is appended.
+func openFrame(b []byte, typ byte) ([]byte, int) {
+	at := len(b)
+	b = append(b, typ, 0, 0, 0, 0, 0, 0, 0, 0)
+	return b, at
+}
+
+func closeFrame(b []byte, at int) {
+	payload := b[at+frameHeader:]
+	binary.LittleEndian.PutUint32(b[at+1:], uint32(len(payload)))
+	binary.LittleEndian.PutUint32(b[at+5:], crc32.Checksum(payload, castagnoli))
+}
+
+func appendFrame(b []byte, typ byte, payload []byte) []byte {
+	b, at := openFrame(b, typ)
+	b = append(b, payload...)
+	closeFrame(b, at)
+	return b
+}
+
+// frameReader reads frames; a payload is valid until the next call.
+type frameReader struct {
+	r   *bufio.Reader
+	hdr [frameHeader]byte
+	buf []byte
+}
+
+func newFrameReader(r io.Reader) *frameReader {
+	return &frameReader{r: bufio.NewReaderSize(r, 1<<16)}
+}
+
+func (fr *frameReader) next() (byte, []byte, error) {
+	if _, err := io.ReadFull(fr.r, fr.hdr[:]); err != nil {
+		if err == io.ErrUnexpectedEOF {
+			return 0, nil, fmt.Errorf("%w: a torn frame header", errBadFrame)
+		}
+		return 0, nil, err // io.EOF: the peer closed its end
+	}
+	typ := fr.hdr[0]
+	n := binary.LittleEndian.Uint32(fr.hdr[1:])
+	if !knownFrame(typ) || n > maxFrame {
+		return 0, nil, fmt.Errorf("%w: a frame of type %q and %d bytes", errBadFrame, typ, n)
+	}
+	if cap(fr.buf) < int(n) {
+		fr.buf = make([]byte, n)
+	}
+	p := fr.buf[:n]
+	if _, err := io.ReadFull(fr.r, p); err != nil {
+		return 0, nil, fmt.Errorf("%w: a torn frame", errBadFrame)
+	}
+	if crc32.Checksum(p, castagnoli) != binary.LittleEndian.Uint32(fr.hdr[5:]) {
+		return 0, nil, fmt.Errorf("%w: a frame's checksum does not match", errBadFrame)
+	}
+	return typ, p, nil
+}
+
+func knownFrame(t byte) bool {
+	switch t {
+	case frameCase, frameCancel, frameHello, frameResults, frameModels, frameWedged, frameChecks, frameFailed, frameDone, framePing:
+		return true
+	}
+	return false
+}
+
+// frameWriter is the child's side of the results pipe. Results are
+// gathered into one frame and written by a flusher goroutine: at once when
+// it is idle, at most every flushGap under load, so a crash loses at most
+// the results of the last flushGap and a fast run pays one write for many
+// results.
+type frameWriter struct {
+	mu      sync.Mutex
+	buf     []byte // whole frames, then the open results frame at open
+	open    int    // start of the open results frame in buf, or -1
+	spare   []byte
+	err     error
+	kick    chan struct{}
+	stop    chan struct{}
+	stopped chan struct{}
+	w       io.Writer
+	idle    func() []byte // a frame to send when nothing was sent for pingEvery (models, ping)
+}
+
+const (
+	flushGap  = 2 * time.Millisecond
+	pingEvery = 500 * time.Millisecond
+)
+
+func newFrameWriter(w io.Writer, idle func() []byte) *frameWriter {
+	fw := &frameWriter{w: w, open: -1, kick: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{}), idle: idle}
+	go fw.flusher()
+	return fw
+}
+
+// addResult appends r to the open results frame.
+func (fw *frameWriter) addResult(r engine.Result, withRun bool) {
+	fw.mu.Lock()
+	if fw.open < 0 {
+		fw.buf, fw.open = openFrame(fw.buf, frameResults)
+	}
+	fw.buf = appendRecord(fw.buf, r, withRun)
+	fw.mu.Unlock()
+	select {
+	case fw.kick <- struct{}{}:
+	default:
+	}
+}
+
+// send queues a whole frame behind the results added so far.
+func (fw *frameWriter) send(typ byte, payload []byte) {
+	fw.mu.Lock()
+	fw.closeOpen()
+	fw.buf = appendFrame(fw.buf, typ, payload)
+	fw.mu.Unlock()
+	select {
+	case fw.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (fw *frameWriter) closeOpen() {
+	if fw.open >= 0 {
+		closeFrame(fw.buf, fw.open)
+		fw.open = -1
+	}
+}
+
+// flush writes what is queued; it reports the first write error.
+func (fw *frameWriter) flush() error {
+	fw.mu.Lock()
+	fw.closeOpen()
+	b := fw.buf
+	fw.buf = fw.spare[:0]
+	err := fw.err
+	fw.mu.Unlock()
+	if len(b) > 0 && err == nil {
+		_, err = fw.w.Write(b)
+	}
+	fw.mu.Lock()
+	if fw.err == nil {
+		fw.err = err
+	}
+	fw.spare = b[:0]
+	fw.mu.Unlock()
+	return err
+}
+
+func (fw *frameWriter) flusher() {
+	defer close(fw.stopped)
+	ping := time.NewTimer(pingEvery)
+	defer ping.Stop()
+	for {
+		select {
+		case <-fw.stop:
+			return
+		case <-fw.kick:
+			if fw.flush() != nil {
+				return
+			}
+			time.Sleep(flushGap) // results added meanwhile go in the next write
+		case <-ping.C:
+			fw.send(framePing, nil)
+			if f := fw.idle; f != nil {
+				if b := f(); b != nil {
+					fw.send(frameModels, b)
+				}
+			}
+		}
+		ping.Reset(pingEvery)
+	}
+}
+
+// close sends a last frame and everything before it, and stops the flusher.
+func (fw *frameWriter) close(typ byte, payload []byte) error {
+	close(fw.stop)
+	<-fw.stopped
+	if f := fw.idle; f != nil {
+		if b := f(); b != nil {
+			fw.send(frameModels, b)
+		}
+	}
+	fw.send(typ, payload)
+	return fw.flush()
+}
+
+// Record flags.
+const (
+	recRunMS  = 1 << iota // a measured run time follows the kind
+	recCost               // a measured run cost follows
+	recWarned             // the result has warnings
+)
+
+// appendRecord writes one result as the parent needs it: what the summary
+// counts, and the results line itself.
+//
+//	id (uint16 length, bytes), flags (byte), score (float64),
+//	error kind (byte length, bytes), [run ms], [cost], named scores
+//	(uint16 count; each uint16 length, name, float64), line (uint32 length, bytes)
+func appendRecord(b []byte, r engine.Result, withRun bool) []byte {
+	b = appendShort(b, r.ID)
+	flags := byte(0)
+	if r.Observation.RunMS != nil {
+		flags |= recRunMS
+	}
+	if r.Observation.CostUSD != nil {
+		flags |= recCost
+	}
+	if len(r.Warnings) > 0 {
+		flags |= recWarned
+	}
+	b = append(b, flags)
+	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(r.Score))
+	kind := ""
+	if r.Err != nil {
+		kind = string(r.Err.Kind)
+	}
+	b = append(b, byte(len(kind)))
+	b = append(b, kind...)
+	if flags&recRunMS != 0 {
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(*r.Observation.RunMS))
+	}
+	if flags&recCost != 0 {
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(*r.Observation.CostUSD))
+	}
+	b = binary.LittleEndian.AppendUint16(b, uint16(len(r.Scores)))
+	for k, v := range r.Scores {
+		b = appendShort(b, k)
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
+	}
+	at := len(b)
+	b = append(b, 0, 0, 0, 0)
+	b = appendResult(b, r, withRun)
+	binary.LittleEndian.PutUint32(b[at:], uint32(len(b)-at-4))
+	return b
+}
+
+// appendShort writes a string of up to 64 KiB with its length; a longer
+// one (an id or score name nobody should have) is cut.
+func appendShort(b []byte, s string) []byte {
+	s = s[:min(len(s), math.MaxUint16)]
+	b = binary.LittleEndian.AppendUint16(b, uint16(len(s)))
+	return append(b, s...)
+}
+
+// record is one decoded result record; its slices point into the frame.
+type record struct {
+	id     []byte
+	tally  tally
+	line   []byte
+	scores []byte // the named scores, as appendRecord wrote them
+}
+
+// nextRecord decodes the record at the start of p and returns the rest.
+func nextRecord(p []byte, r *record) ([]byte, error) {
+	take := func(n int) []byte {
+		if n > len(p) {
+			return nil
+		}
+		s := p[:n:n]
+		p = p[n:]
+		return s
+	}
+	short := func() ([]byte, bool) {
+		l := take(2)
+		if l == nil {
+			return nil, false
+		}
+		s := take(int(binary.LittleEndian.Uint16(l)))
+		return s, s != nil
+	}
+	f64 := func() (float64, bool) {
+		s := take(8)
+		if s == nil {
+			return 0, false
+		}
+		return math.Float64frombits(binary.LittleEndian.Uint64(s)), true
+	}
+	var ok bool
+	if r.id, ok = short(); !ok {
+		return nil, errShortRecord
+	}
+	fl := take(1)
+	if fl == nil {
+		return nil, errShortRecord
+	}
+	t := tally{warned: fl[0]&recWarned != 0}
+	if t.score, ok = f64(); !ok {
+		return nil, errShortRecord
+	}
+	kl := take(1)
+	if kl == nil {
+		return nil, errShortRecord
+	}
+	kind := take(int(kl[0]))
+	if kind == nil {
+		return nil, errShortRecord
+	}
+	t.kind = engine.ErrorKind(kind)
+	if fl[0]&recRunMS != 0 {
+		if t.runMS, ok = f64(); !ok {
+			return nil, errShortRecord
+		}
+		t.hasRunMS = true
+	}
+	if fl[0]&recCost != 0 {
+		if t.cost, ok = f64(); !ok {
+			return nil, errShortRecord
+		}
+		t.hasCost = true
+	}
+	scoresAt := p
+	nl := take(2)
+	if nl == nil {
+		return nil, errShortRecord
+	}
+	for i := 0; i < int(binary.LittleEndian.Uint16(nl)); i++ {
+		if _, ok := short(); !ok {
+			return nil, errShortRecord
+		}
+		if take(8) == nil {
+			return nil, errShortRecord
+		}
+	}
+	r.scores = scoresAt[:len(scoresAt)-len(p)]
+	ll := take(4)
+	if ll == nil {
+		return nil, errShortRecord
+	}
+	if r.line = take(int(binary.LittleEndian.Uint32(ll))); r.line == nil {
+		return nil, errShortRecord
+	}
+	r.tally = t
+	return p, nil
+}
+
+// eachScore calls f with each named score of a record.
+func (r *record) eachScore(f func(name []byte, v float64)) {
+	p := r.scores
+	n := int(binary.LittleEndian.Uint16(p))
+	p = p[2:]
+	for i := 0; i < n; i++ {
+		l := int(binary.LittleEndian.Uint16(p))
+		name := p[2 : 2+l]
+		v := math.Float64frombits(binary.LittleEndian.Uint64(p[2+l:]))
+		f(name, v)
+		p = p[2+l+8:]
+	}
+}
