@@ -466,6 +466,7 @@ int sky_score_batch(sky_scratch *s, sky_batch *b, PyObject *fn, PyObject *run, i
             if (flags & SKY_UNTRUSTED) sky_set_untrusted(1);
             if (run) {
                 output = PyObject_Vectorcall(run, args, 2, NULL); // new ref: run(artifact, input)
+                sky_exit_if_forked(); // before the forked copy scores or reports anything
                 int64_t ran = clock_now(&clock);
                 slot->run_ns = ran - start;
                 t->run_ns = slot->run_ns;
@@ -475,9 +476,11 @@ int sky_score_batch(sky_scratch *s, sky_batch *b, PyObject *fn, PyObject *run, i
                     set_phase(b, t, SKY_PHASE_SCORE, ran);
                     PyObject *sargs[3] = {args[1], output, nargs > 2 ? args[2] : NULL}; // borrowed
                     res = PyObject_Vectorcall(fn, sargs, (size_t)nargs, NULL);          // new ref
+                    sky_exit_if_forked();
                 }
             } else {
                 res = PyObject_Vectorcall(fn, args, (size_t)nargs, NULL); // new ref
+                sky_exit_if_forked(); // a forked child of score: it never reaches the next case or Go
             }
             end_call(t, saved_capture, saved_context, saved_running);
             t->untrusted = 0;
@@ -544,6 +547,6 @@ int sky_score_batch(sky_scratch *s, sky_batch *b, PyObject *fn, PyObject *run, i
         finished++;
     }
     clock_end(&clock);
-    sky_leave(entered);
+    sky_leave(entered); // which ends a forked child before it returns the batch to Go
     return finished;
 }

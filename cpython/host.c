@@ -1,5 +1,6 @@
 // host.c: interpreter lifecycle, worker thread states, calls and errors.
 #include "host.h"
+#include <pthread.h>
 #include <string.h>
 
 // An OS thread has one thread state per interpreter it has called into, and
@@ -12,6 +13,12 @@ static sky_interp main_interp;
 #if PY_VERSION_HEX >= 0x030C0000
 static int n_interps = 1;                    // interpreters made, the main one included
 #endif
+
+int sky_forked_child; // see host.h
+
+// mark_forked_child runs in the child of each fork() (only there), before
+// fork() returns to whoever called it. Async-signal-safe: one store.
+static void mark_forked_child(void) { sky_forked_child = 1; }
 
 void sky_buf_free(sky_buf *b) {
     free(b->data);
@@ -118,6 +125,11 @@ int sky_initialize(const char *program_name, const char *home, int argc, char **
                    const char *bootstrap, size_t memory_limit, sky_buf *err) {
     PyConfig config;
     PyStatus st;
+    // Once per process, as sky_initialize is: before any Python code can fork.
+    if (pthread_atfork(NULL, NULL, mark_forked_child) != 0) {
+        set_error(err, "InitError", "cannot register the fork handler");
+        return -1;
+    }
     if (memory_limit > 0) {
         // The memory cap wraps the allocators between pre-initialisation
         // and initialisation, the one point where that is allowed.
@@ -247,6 +259,7 @@ int sky_enter(sky_interp *in) {
 }
 
 void sky_leave(int entered) {
+    sky_exit_if_forked(); // whatever ran under this GIL hold forked and returned
     if (entered != 1) return;
     sky_thread *t = tls_current;
     t->inside = 0;
@@ -511,6 +524,7 @@ int sky_call(sky_scratch *s, PyObject *fn, PyObject *first, const char *in, size
     uint64_t saved_running;
     begin_call(t, s, token, capture, context, &saved_capture, &saved_context, &saved_running);
     res = PyObject_Vectorcall(fn, args, (size_t)(nargs + skip), NULL); // new ref
+    sky_exit_if_forked();
     end_call(t, saved_capture, saved_context, saved_running);
     if (!res) goto done;
     if (sky_encode(&s->out, res, 0) < 0) goto done;
@@ -544,6 +558,7 @@ int sky_call_obj(sky_scratch *s, PyObject *fn, const char *in, size_t inlen, int
     }
     if (decode_args(in, inlen, nargs, args) < 0) goto done;
     *result = PyObject_Vectorcall(fn, args, (size_t)nargs, NULL); // new ref, owned by the caller
+    sky_exit_if_forked();
     if (*result) rc = SKY_OK;
 done:
     if (rc != SKY_OK) sky_fetch_error(&s->out);
@@ -559,6 +574,7 @@ int sky_exec_module(sky_scratch *s, const char *name, const char *filename, cons
     PyObject *code = Py_CompileString(source, filename, Py_file_input); // new ref
     if (!code) goto fail;
     PyObject *mod = PyImport_ExecCodeModuleEx(name, code, filename); // new ref
+    sky_exit_if_forked(); // import-time code forked
     Py_DECREF(code);
     if (!mod) goto fail;
     *result = mod;
@@ -571,6 +587,7 @@ fail:
 int sky_getattr(sky_scratch *s, PyObject *obj, const char *name, PyObject **result) {
     s->out.len = 0;
     *result = PyObject_GetAttrString(obj, name); // new ref, owned by the caller
+    sky_exit_if_forked(); // a property or __getattr__ is Python code
     if (*result) return SKY_OK;
     sky_fetch_error(&s->out);
     return SKY_PYERR;
@@ -578,9 +595,14 @@ int sky_getattr(sky_scratch *s, PyObject *obj, const char *name, PyObject **resu
 
 int sky_encode_obj(sky_scratch *s, PyObject *obj) {
     s->out.len = 0;
-    if (sky_encode(&s->out, obj, 0) == 0) return SKY_OK;
+    int rc = sky_encode(&s->out, obj, 0); // a __repr__ it calls is Python code
+    sky_exit_if_forked();
+    if (rc == 0) return SKY_OK;
     sky_fetch_error(&s->out);
     return SKY_PYERR;
 }
 
-void sky_decref(PyObject *o) { Py_XDECREF(o); }
+void sky_decref(PyObject *o) {
+    Py_XDECREF(o);
+    sky_exit_if_forked(); // a __del__ is Python code
+}

@@ -7,6 +7,7 @@
 #include <Python.h>
 #include <stdint.h>
 #include <stddef.h>
+#include <unistd.h>
 
 // sky_interp is one Python interpreter of the process: the main one, or a
 // sub-interpreter with its own GIL (CPython 3.12+). Objects made in one are
@@ -57,6 +58,23 @@ typedef struct sky_thread {
     int untrusted;             // the running call is in untrusted mode (audit.c)
     struct sky_thread *next;   // all threads, for sky_interrupt
 } sky_thread;
+
+// sky_forked_child is set (by a pthread_atfork handler sky_initialize
+// registers) in the child of every fork() of this process. That child is a
+// copy of the Go runtime with one thread; returning into Go there would run
+// the host a second time (duplicate results, a second summary, an orphan
+// holding the parent's pipes). Children that exec (subprocess) or end with
+// os._exit (multiprocessing's fork workers) never get back to our code, so
+// the check costs them nothing.
+extern int sky_forked_child;
+
+// sky_exit_if_forked ends a forked child, writing nothing, wherever control
+// would go from Python back into Go: after each call into Python that Go
+// made, before returning to Go, and before a C trampoline calls a Go
+// callback. One load of a global on the hot path.
+static inline void sky_exit_if_forked(void) {
+    if (__builtin_expect(sky_forked_child, 0)) _exit(0);
+}
 
 // Status codes of calls into Python.
 enum { SKY_OK = 0, SKY_PYERR = 1, SKY_NOTHREAD = 2, SKY_RUNERR = 3 };

@@ -14,6 +14,7 @@ static const char *no_case =
 static int current_observation(const char *fname, sky_observation *o) {
     sky_thread *t = sky_current_thread();
     memset(o, 0, sizeof *o);
+    sky_exit_if_forked(); // a forked child never calls Go (host.h)
     if (!t || !t->context || !skynetObservation(t->context, t->case_index, t->run_ns, o)) {
         PyErr_Format(PyExc_RuntimeError, "skynet.%s() %s", fname, no_case);
         return -1;
@@ -84,6 +85,7 @@ static PyObject *sk_reward(PyObject *self, PyObject *args, PyObject *kwargs) {
     }
     sky_reward_out out;
     memset(&out, 0, sizeof out);
+    sky_exit_if_forked(); // a forked child never calls Go (host.h)
     skynetReward(t->context, t->case_index, t->run_ns, specbuf.data, specbuf.len, accuracy, (char *)fbs, (size_t)fblen, &out);
     sky_buf_free(&specbuf);
     if (out.error) {
@@ -197,6 +199,7 @@ static PyObject *sk_llm(PyObject *self, PyObject *args, PyObject *kwargs) {
     uintptr_t ctx = t->context;
     int64_t index = t->case_index;
     int in_run = t->phase == SKY_PHASE_RUN;
+    sky_exit_if_forked(); // a forked child never calls Go (host.h)
     // The strings stay valid without the GIL: instr and input are held by
     // the caller's frame and holder by us, and str contents never change.
     t->inside = 0;
