@@ -35,11 +35,16 @@ var hostSource string
 type Config struct {
 	// Executable is the python binary whose installation (or virtualenv) to
 	// use, e.g. "/path/venv/bin/python". Empty: $VIRTUAL_ENV/bin/python when
-	// VIRTUAL_ENV is set, else the installation libpython was built for.
+	// VIRTUAL_ENV is set, else the python3.X of the installation libpython
+	// belongs to (InstalledPython). It becomes sys.executable, so
+	// subprocess.run([sys.executable, ...]) and multiprocessing's spawn
+	// start that Python.
 	Executable string
 	// Home overrides the standard library location (PYTHONHOME semantics).
 	Home string
-	// Argv becomes sys.argv; empty means ["skynet"].
+	// Argv becomes sys.argv; empty means [""], CPython's own sys.argv for
+	// an embedded interpreter (and for python with no script): no script
+	// is running, and sys.argv[0] is where Python code looks for one.
 	Argv []string
 	// MemoryLimit caps the bytes Python code may hold (0: no cap); past it,
 	// allocations raise MemoryError. Python's own allocator is replaced by
@@ -86,12 +91,51 @@ func resolve(cfg Config) Config {
 	if cfg.Executable == "" {
 		if venv := os.Getenv("VIRTUAL_ENV"); venv != "" {
 			cfg.Executable = filepath.Join(venv, "bin", "python")
+		} else {
+			cfg.Executable = InstalledPython()
 		}
 	}
 	if len(cfg.Argv) == 0 {
-		cfg.Argv = []string{"skynet"}
+		cfg.Argv = []string{""}
 	}
 	return cfg
+}
+
+// InstalledPython is the python executable of the installation the loaded
+// libpython belongs to, its sysconfig BINDIR/python3.X: e.g.
+// /usr/bin/python3.11 for Debian's libpython3.11 in /usr/lib/<triplet>,
+// <prefix>/bin/python3.12 for a pyenv or /usr/local build. It is found as
+// CPython's getpath finds a prefix, from the library's own location: the
+// nearest directory above it that holds bin/python3.X and the standard
+// library's landmark lib/python3.X/os.py. "" when libpython is linked into
+// the executable or no such directory exists; the interpreter then searches
+// PATH for python3.X itself.
+//
+// Without it, PyConfig.program_name defaults to argv[0], so sys.executable
+// was the metric's path; and the bare default, "python3", would be whatever
+// PATH holds (a pyenv shim, another version).
+func InstalledPython() string {
+	lib := Version().Library
+	if lib == "" {
+		return ""
+	}
+	if real, err := filepath.EvalSymlinks(lib); err == nil {
+		lib = real // /lib/x86_64-linux-gnu -> /usr/lib/x86_64-linux-gnu on merged-/usr systems
+	}
+	name := "python" + PythonVersion()
+	for dir := filepath.Dir(lib); ; {
+		exe := filepath.Join(dir, "bin", name)
+		if st, err := os.Stat(exe); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+			if _, err := os.Stat(filepath.Join(dir, "lib", name, "os.py")); err == nil {
+				return exe
+			}
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return ""
+		}
+		dir = parent
+	}
 }
 
 func sameConfig(a, b Config) bool {
@@ -143,7 +187,13 @@ func initializeLocked(cfg Config) error {
 	if cfg.MemoryLimit < 0 {
 		return errors.New("cpython: MemoryLimit must not be negative")
 	}
-	if C.sky_initialize(cstr(cfg.Executable), cstr(cfg.Home), C.int(len(cfg.Argv)), argv,
+	program := cfg.Executable
+	if program == "" {
+		// Not argv[0] (CPython's default), which is no python; a bare name
+		// is looked up on PATH.
+		program = "python" + PythonVersion()
+	}
+	if C.sky_initialize(cstr(program), cstr(cfg.Home), C.int(len(cfg.Argv)), argv,
 		cstr(hostSource), C.size_t(cfg.MemoryLimit), &errBuf) != 0 {
 		if err := decodeError(bufBytes(&errBuf)); err != nil {
 			return fmt.Errorf("cpython: starting the interpreter: %w", err)

@@ -258,9 +258,11 @@ func TestCaptureIsPerCallAndBounded(t *testing.T) {
 func TestInterpreterConfig(t *testing.T) {
 	withThread(t, func(th *GIL) {
 		f := module(t, th, "f", `
-import faulthandler, signal, sys
+import faulthandler, os, signal, sys, sysconfig
 def f():
     return {
+        "executable": sys.executable,
+        "bindir_python": os.path.join(sysconfig.get_config_var("BINDIR"), "python" + sysconfig.get_config_var("VERSION")),
         "faulthandler": faulthandler.is_enabled(),
         "sigint_python": signal.getsignal(signal.SIGINT) is signal.default_int_handler,
         "sigpipe_ignored": signal.getsignal(signal.SIGPIPE) == signal.SIG_IGN,
@@ -279,6 +281,13 @@ def f():
 			got, _ := d.Get(key)
 			assert.Equal(t, want, got, key)
 		}
+		// sys.executable is the installation's own python (sysconfig's
+		// BINDIR/python3.X), whatever sys.argv[0] says, found before
+		// the interpreter started.
+		exe, _ := d.Get("executable")
+		bindir, _ := d.Get("bindir_python")
+		assert.Equal(t, bindir, exe)
+		assert.Equal(t, InstalledPython(), exe)
 	})
 }
 

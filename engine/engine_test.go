@@ -426,8 +426,11 @@ func TestClosedEngine(t *testing.T) {
 	assert.Equal(t, KindCanceled, r.Err.Kind)
 }
 
-// TestVirtualenv runs a child process with VIRTUAL_ENV set: the venv's
-// site-packages, including its .pth files, must be importable.
+// TestVirtualenv runs a child process with VIRTUAL_ENV set, and one with
+// Options.PythonExecutable naming the venv's python: the venv's
+// site-packages, including its .pth files, must be importable, and
+// sys.executable is the venv's python, so a subprocess started with it
+// sees the venv too.
 func TestVirtualenv(t *testing.T) {
 	if os.Getenv("SKYNET_TEST_VENV_CHILD") != "" {
 		return
@@ -444,15 +447,23 @@ func TestVirtualenv(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(extra, "pth_only_mod.py"), []byte("WHERE = 'pth'\n"), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(site[0], "extra.pth"), []byte(extra+"\n"), 0o644))
 	metric := writeMetric(t, `
-import sys, venv_only_mod, pth_only_mod
+import subprocess, sys, venv_only_mod, pth_only_mod
 def score(input, output, expected=None):
-    return 1.0, {"feedback": f"{venv_only_mod.WHERE} {pth_only_mod.WHERE} {sys.prefix}"}
+    child = subprocess.run([sys.executable, "-c", "import venv_only_mod; print(venv_only_mod.WHERE)"],
+                           capture_output=True, text=True)
+    return 1.0, {"feedback": f"{venv_only_mod.WHERE} {pth_only_mod.WHERE} {sys.prefix} {sys.executable} {child.stdout.strip()}{child.stderr}"}
 `)
-	cmd := exec.Command(os.Args[0], "-test.run=^TestVirtualenvChild$", "-test.v")
-	cmd.Env = append(os.Environ(), "VIRTUAL_ENV="+venv, "SKYNET_TEST_VENV_CHILD="+metric)
-	out, err = cmd.CombinedOutput()
-	require.NoError(t, err, string(out))
-	assert.Contains(t, string(out), "FEEDBACK: venv pth "+venv+"\n")
+	want := "FEEDBACK: venv pth " + venv + " " + filepath.Join(venv, "bin", "python") + " venv\n"
+	for _, env := range [][]string{
+		{"VIRTUAL_ENV=" + venv},
+		{"VIRTUAL_ENV=", "SKYNET_TEST_VENV_PYTHON=" + filepath.Join(venv, "bin", "python")},
+	} {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestVirtualenvChild$", "-test.v")
+		cmd.Env = append(append(os.Environ(), "SKYNET_TEST_VENV_CHILD="+metric), env...)
+		out, err = cmd.CombinedOutput()
+		require.NoError(t, err, string(out))
+		assert.Contains(t, string(out), want, env)
+	}
 }
 
 // embeddedPython is the python executable of the installation the embedded
@@ -475,7 +486,7 @@ func TestVirtualenvChild(t *testing.T) {
 	if metric == "" {
 		t.Skip("runs as TestVirtualenv's child process")
 	}
-	e := open(t, Options{Metric: metric})
+	e := open(t, Options{Metric: metric, PythonExecutable: os.Getenv("SKYNET_TEST_VENV_PYTHON")})
 	r := e.Score(ctx, Case{ID: "1", Input: map[string]any{}})
 	require.Nil(t, r.Err, "%+v", r.Err)
 	fmt.Printf("FEEDBACK: %s\n", r.Feedback)
