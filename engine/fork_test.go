@@ -65,26 +65,35 @@ def run(artifact, input):
 
 var forkModes = []string{"return", "raise", "observation", "reward", "llm"}
 
-// TestForkedChildNeverReturnsIntoGo runs the engine in a child process (the
-// forked copies, if they got back into Go, would write there) and checks
-// its whole output: one result per case, each the parent's score, every
-// forked child gone with status 0 at once, and nothing printed twice.
-// WaitDelay bounds how long a forked copy left holding the output pipe
-// could keep the test waiting.
-func TestForkedChildNeverReturnsIntoGo(t *testing.T) {
-	if os.Getenv("SKYNET_TEST_FORK_CHILD") != "" {
-		return
-	}
-	metric := writeMetric(t, forkMetric)
-	cmd := exec.Command(os.Args[0], "-test.run=^TestForkedChildNeverReturnsIntoGoChild$", "-test.v")
-	cmd.Env = append(os.Environ(), "SKYNET_TEST_FORK_CHILD="+metric, "SKYNET_METRIC_MODEL=", "SKYNET_REFLECTION_MODEL=")
+// inFreshProcess runs test child of this test binary in a new process with
+// SKYNET_TEST_FORK_CHILD=arg and returns its output. Forking is tried there:
+// a forked copy that got back into Go would write into that output, not
+// the test's, and on CPython 3.12+ a process that holds sub-interpreters
+// (earlier tests start them) cannot fork safely at all (CPython issues
+// 101437 and 139759). WaitDelay bounds how long a forked copy left holding
+// the output pipe could keep the test waiting.
+func inFreshProcess(t *testing.T, child, arg string) string {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+child+"$", "-test.v")
+	cmd.Env = append(os.Environ(), "SKYNET_TEST_FORK_CHILD="+arg, "SKYNET_METRIC_MODEL=", "SKYNET_REFLECTION_MODEL=")
 	cmd.WaitDelay = 5 * time.Second
 	timer := time.AfterFunc(90*time.Second, func() { cmd.Process.Kill() })
 	defer timer.Stop()
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, string(out))
+	return string(out)
+}
+
+// TestForkedChildNeverReturnsIntoGo checks the whole output of an engine
+// scoring cases that fork: one result per case, each the parent's score,
+// every forked child gone with status 0 at once, and one summary.
+func TestForkedChildNeverReturnsIntoGo(t *testing.T) {
+	if os.Getenv("SKYNET_TEST_FORK_CHILD") != "" {
+		return
+	}
+	out := inFreshProcess(t, "TestForkedChildNeverReturnsIntoGoChild", writeMetric(t, forkMetric))
 	var results []string
-	for _, line := range strings.Split(string(out), "\n") {
+	for _, line := range strings.Split(out, "\n") {
 		if strings.HasPrefix(line, "RESULT ") {
 			results = append(results, line)
 		}
@@ -100,7 +109,7 @@ func TestForkedChildNeverReturnsIntoGo(t *testing.T) {
 		fmt.Sscan(m[2], &secs)
 		assert.Less(t, secs, 3.0, "the child exits at once: %s", line)
 	}
-	assert.Equal(t, 1, strings.Count(string(out), "SUMMARY "), "one summary, not one per process:\n%s", out)
+	assert.Equal(t, 1, strings.Count(out, "SUMMARY "), "one summary, not one per process:\n%s", out)
 }
 
 func TestForkedChildNeverReturnsIntoGoChild(t *testing.T) {
@@ -132,25 +141,41 @@ func TestForkedChildNeverReturnsIntoGoChild(t *testing.T) {
 
 // Forks that exec or end with os._exit keep working: subprocess (vfork, and
 // fork+exec when preexec_fn forces a real fork) and multiprocessing's fork
-// workers, which run Python and call os._exit.
+// workers, which run Python and call os._exit. The host goes on scoring
+// after them.
 func TestSubprocessAndForkPoolInsideScore(t *testing.T) {
-	e := open(t, Options{Interpreters: 1, Metric: writeMetric(t, `
+	if os.Getenv("SKYNET_TEST_FORK_CHILD") != "" {
+		return
+	}
+	out := inFreshProcess(t, "TestSubprocessAndForkPoolInsideScoreChild", writeMetric(t, `
 import multiprocessing, subprocess
 
 def square(x):
     return x * x
 
 def score(input, output, expected=None):
-    a = subprocess.run(["sh", "-c", "echo vfork"], capture_output=True, text=True, check=True).stdout.strip()
-    b = subprocess.run(["sh", "-c", "echo fork"], capture_output=True, text=True, check=True,
-                       preexec_fn=lambda: None).stdout.strip()
+    a = subprocess.run(["sh", "-c", "echo vfork"], capture_output=True, text=True)
+    b = subprocess.run(["sh", "-c", "echo fork"], capture_output=True, text=True, preexec_fn=lambda: None)
+    a = a.stdout.strip() if a.returncode == 0 else repr(a)
+    b = b.stdout.strip() if b.returncode == 0 else repr(b)
     with multiprocessing.get_context("fork").Pool(2) as pool:
         squares = pool.map(square, range(6))
     return 1.0, {"feedback": f"{a} {b} {squares}"}
-`)})
-	for i := 0; i < 2; i++ { // and the host goes on scoring after them
+`))
+	want := "FEEDBACK 0: vfork fork [0, 1, 4, 9, 16, 25]\nFEEDBACK 1: vfork fork [0, 1, 4, 9, 16, 25]\n"
+	assert.Contains(t, out, want)
+	assert.Equal(t, 2, strings.Count(out, "FEEDBACK "), out)
+}
+
+func TestSubprocessAndForkPoolInsideScoreChild(t *testing.T) {
+	metric := os.Getenv("SKYNET_TEST_FORK_CHILD")
+	if metric == "" {
+		t.Skip("runs as TestSubprocessAndForkPoolInsideScore's child process")
+	}
+	e := open(t, Options{Metric: metric, Interpreters: 1})
+	for i := 0; i < 2; i++ {
 		r := e.Score(ctx, Case{ID: fmt.Sprint(i), Input: map[string]any{}})
 		require.Nil(t, r.Err, "%+v", r.Err)
-		assert.Equal(t, "vfork fork [0, 1, 4, 9, 16, 25]", r.Feedback)
+		fmt.Printf("FEEDBACK %d: %s\n", i, r.Feedback)
 	}
 }
