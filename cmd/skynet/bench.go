@@ -18,6 +18,9 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/skynetml/skynet/cpython"
@@ -97,6 +100,8 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	interps := addInterpretersFlag(fs)
 	fileOnly := fs.Bool("file-only", false, "with --file, run only the file paths (for metrics too slow for the per-case baselines)")
 	python := fs.String("python", "", "python3 for the subprocess baselines (default: the embedded CPython's own executable)")
+	workerTimeout := fs.Duration("worker-timeout", defaultWorkerTimeout,
+		"how long to wait for a subprocess baseline's next reply (pipelined: its next buffered batch) before stopping it with an error")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
@@ -110,6 +115,10 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	}
 	if *n < 1 || *runs < 1 || *perProcess < 1 {
 		fmt.Fprintln(stderr, "skynet bench: --cases, --runs and --per-process-cases must be at least 1")
+		return exitUsage
+	}
+	if *workerTimeout <= 0 {
+		fmt.Fprintln(stderr, "skynet bench: --worker-timeout must be positive")
 		return exitUsage
 	}
 	if *fileOnly && *file == "" {
@@ -150,7 +159,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	os.WriteFile(script, []byte(plainScript), 0o644)
 	os.WriteFile(pool, []byte(poolScript), 0o644)
 
-	b := &bench{e: e, cases: cases, lines: lines, python: *python, metric: *metric, worker: worker}
+	b := &bench{e: e, cases: cases, lines: lines, python: *python, metric: *metric, worker: worker, workerTimeout: *workerTimeout}
 	samples := map[string][]float64{}
 	var roundTrips []float64
 	for r := 0; r < *runs; r++ {
@@ -372,13 +381,14 @@ func callPython(name, source, fn string, args ...any) (any, error) {
 }
 
 type bench struct {
-	e      *engine.Engine
-	cases  []engine.Case
-	lines  [][]byte
-	python string
-	metric string
-	worker string
-	scores []float64 // the engine's, to check the baselines against
+	e             *engine.Engine
+	cases         []engine.Case
+	lines         [][]byte
+	python        string
+	metric        string
+	worker        string
+	workerTimeout time.Duration // longest wait for one reply of a subprocess baseline
+	scores        []float64     // the engine's, to check the baselines against
 
 	fileScores     []float64 // the first file path's, to check the others against
 	fileScoresFrom string
@@ -413,7 +423,14 @@ func (b *bench) engine() (float64, error) {
 func (b *bench) pythonLoop(shared bool) (float64, error) {
 	payload, _ := json.Marshal(rawLines(b.lines))
 	v, err := callPython("_skynet_bench_loop", `
-import importlib.util, inspect, json, time
+import contextlib, importlib.util, inspect, io, json, time
+
+class Discard(io.TextIOBase):
+    def writable(self):
+        return True
+    def write(self, s):
+        return len(s)
+
 def loop(metric, payload, shared):
     spec = importlib.util.spec_from_file_location("_skynet_bench_metric", metric)
     m = importlib.util.module_from_spec(spec)
@@ -430,12 +447,16 @@ def loop(metric, payload, shared):
         prepared = [(c["input"], c["output"]) for c in cases]
     else:
         prepared = [(c["input"], c["output"], c.get("expected")) for c in cases]
-    for args in prepared:  # warm up with one untimed pass, as the engine is
-        score(*args)
-    start = time.perf_counter_ns()
-    for args in prepared:
-        score(*args)
-    return (time.perf_counter_ns() - start) / len(prepared)
+    # What score prints is dropped, as the engine keeps it in the case's
+    # result rather than writing it out (nothing per case when it prints nothing).
+    with contextlib.redirect_stdout(Discard()), contextlib.redirect_stderr(Discard()):
+        for args in prepared:  # warm up with one untimed pass, as the engine is
+            score(*args)
+        start = time.perf_counter_ns()
+        for args in prepared:
+            score(*args)
+        took = time.perf_counter_ns() - start
+    return took / len(prepared)
 `, "loop", b.metric, string(payload), shared)
 	ns, _ := v.(float64)
 	return ns, err
@@ -466,42 +487,157 @@ func (b *bench) check(i int, line []byte) error {
 	return nil
 }
 
+// defaultWorkerTimeout bounds the wait for each reply of a subprocess
+// baseline (the first one includes starting python and importing the
+// metric): a worker that hangs, or dies without a word, is an error that
+// says so rather than a bench that waits forever.
+const defaultWorkerTimeout = 2 * time.Minute
+
+// workerProc is one running baseline worker (baseline/worker.py). The replies
+// come on its stdout, which worker.py keeps for the protocol alone; its
+// stderr (where the metric's print() output goes) is kept, the end of it,
+// for error messages. A watchdog kills it when no reply has come for
+// b.workerTimeout, and the read that was waiting then fails saying so.
+type workerProc struct {
+	b       *bench
+	what    string
+	cmd     *exec.Cmd
+	stdin   io.WriteCloser
+	out     *bufio.Reader
+	stderr  *tail
+	replies atomic.Int64
+	stalled atomic.Bool
+	done    chan struct{}
+	waited  bool
+	waitErr error
+}
+
+func (b *bench) startWorker(what string, args ...string) (*workerProc, error) {
+	w := &workerProc{b: b, what: what, cmd: exec.Command(b.python, append([]string{b.worker, b.metric}, args...)...),
+		stderr: &tail{max: 4 << 10}, done: make(chan struct{})}
+	w.cmd.Stderr = w.stderr
+	w.cmd.WaitDelay = time.Second // a process the metric started, left holding stderr, does not hold up Wait
+	var err error
+	if w.stdin, err = w.cmd.StdinPipe(); err != nil {
+		return nil, err
+	}
+	stdout, err := w.cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := w.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting %s %s: %v", b.python, b.worker, err)
+	}
+	w.out = bufio.NewReaderSize(stdout, 1<<16)
+	go w.watch()
+	return w, nil
+}
+
+// watch kills the worker once no reply has come for the timeout. It costs
+// the timed loop one atomic add per reply.
+func (w *workerProc) watch() {
+	timeout := w.b.workerTimeout
+	tick := time.NewTicker(max(timeout/8, time.Millisecond))
+	defer tick.Stop()
+	last, since := int64(-1), time.Now()
+	for {
+		select {
+		case <-w.done:
+			return
+		case now := <-tick.C:
+			if n := w.replies.Load(); n != last {
+				last, since = n, now
+			} else if now.Sub(since) >= timeout {
+				w.stalled.Store(true)
+				w.cmd.Process.Kill()
+				return
+			}
+		}
+	}
+}
+
+// reply reads the next reply line.
+func (w *workerProc) reply() ([]byte, error) {
+	line, err := w.out.ReadBytes('\n')
+	if err != nil {
+		return nil, w.failed(err)
+	}
+	w.replies.Add(1)
+	return line, nil
+}
+
+// failed explains why a reply did not come: the worker hung (and was
+// killed), or it exited, with what it last wrote to stderr.
+func (w *workerProc) failed(err error) error {
+	n := w.replies.Load()
+	what := fmt.Sprintf("the %s worker (%s %s %s)", w.what, w.b.python, filepath.Base(w.b.worker), w.b.metric)
+	if w.stalled.Load() {
+		w.wait()
+		return fmt.Errorf("%s sent no reply for %v after %d replies, so it was stopped (the metric's score or import may hang; --worker-timeout sets the wait)%s",
+			what, w.b.workerTimeout, n, w.stderr.suffix())
+	}
+	if err == io.EOF {
+		if werr := w.wait(); werr != nil {
+			return fmt.Errorf("%s exited after %d replies: %v%s", what, n, werr, w.stderr.suffix())
+		}
+		return fmt.Errorf("%s closed its output after %d replies%s", what, n, w.stderr.suffix())
+	}
+	return fmt.Errorf("%s: reading its reply: %v%s", what, err, w.stderr.suffix())
+}
+
+// wait reaps the worker once.
+func (w *workerProc) wait() error {
+	if !w.waited {
+		w.waited = true
+		w.waitErr = w.cmd.Wait()
+		close(w.done)
+	}
+	return w.waitErr
+}
+
+// stop ends the worker: it has its input closed; if it has not exited after
+// that (it is still working, or the bench failed midway), it is killed, so
+// a failed run never waits on it.
+func (w *workerProc) stop(ok bool) {
+	w.stdin.Close()
+	if !ok && !w.waited {
+		w.cmd.Process.Kill()
+	}
+	w.wait()
+}
+
 // subprocess runs the persistent worker: lockstep (write a case, wait for its
 // reply) or pipelined (write all while reading all).
-func (b *bench) subprocess(pipelined bool) (float64, error) {
-	args := []string{b.worker, b.metric}
+func (b *bench) subprocess(pipelined bool) (ns float64, err error) {
+	var args []string
+	what := "lockstep"
 	if pipelined {
-		args = append(args, "--pipelined")
+		args, what = append(args, "--pipelined"), "pipelined"
 	}
-	cmd := exec.Command(b.python, args...)
-	cmd.Stderr = os.Stderr
-	stdin, _ := cmd.StdinPipe()
-	stdoutPipe, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
+	w, err := b.startWorker(what, args...)
+	if err != nil {
 		return 0, err
 	}
-	defer cmd.Wait()
-	out := bufio.NewReaderSize(stdoutPipe, 1<<16)
-	// Warm up: the worker has imported the metric once it answers.
-	if _, err := stdin.Write(append(append([]byte(nil), b.lines[0]...), '\n')); err != nil {
-		return 0, err
-	}
-	if _, err := out.ReadBytes('\n'); err != nil {
+	defer func() { w.stop(err == nil) }()
+	// Warm up: the worker has imported the metric once it answers. (A
+	// write to a worker that is gone fails; its reply then says why.)
+	w.stdin.Write(append(append([]byte(nil), b.lines[0]...), '\n'))
+	if _, err := w.reply(); err != nil {
 		return 0, err
 	}
 	start := time.Now()
 	if pipelined {
 		go func() {
-			w := bufio.NewWriterSize(stdin, 1<<16)
+			bw := bufio.NewWriterSize(w.stdin, 1<<16)
 			for _, l := range b.lines {
-				w.Write(l)
-				w.WriteByte('\n')
+				bw.Write(l)
+				bw.WriteByte('\n')
 			}
-			w.Flush()
-			stdin.Close()
+			bw.Flush()
+			w.stdin.Close()
 		}()
 		for i := range b.lines {
-			line, err := out.ReadBytes('\n')
+			line, err := w.reply()
 			if err != nil {
 				return 0, err
 			}
@@ -511,8 +647,8 @@ func (b *bench) subprocess(pipelined bool) (float64, error) {
 		}
 	} else {
 		for i, l := range b.lines {
-			stdin.Write(append(l, '\n'))
-			line, err := out.ReadBytes('\n')
+			w.stdin.Write(append(l, '\n'))
+			line, err := w.reply()
 			if err != nil {
 				return 0, err
 			}
@@ -520,7 +656,6 @@ func (b *bench) subprocess(pipelined bool) (float64, error) {
 				return 0, err
 			}
 		}
-		stdin.Close()
 	}
 	return float64(time.Since(start).Nanoseconds()) / float64(len(b.lines)), nil
 }
@@ -532,15 +667,63 @@ func (b *bench) perProcess(n int) (float64, error) {
 	for i := 0; i < n; i++ {
 		cmd := exec.Command(b.python, b.worker, b.metric)
 		cmd.Stdin = bytes.NewReader(append(append([]byte(nil), b.lines[i]...), '\n'))
+		stderr := &tail{max: 4 << 10}
+		cmd.Stderr = stderr
+		cmd.WaitDelay = time.Second
+		var stalled atomic.Bool
+		timer := time.AfterFunc(b.workerTimeout, func() {
+			stalled.Store(true)
+			cmd.Process.Kill()
+		})
 		out, err := cmd.Output()
+		timer.Stop()
+		what := fmt.Sprintf("the per-case worker (%s %s %s) for case %d", b.python, filepath.Base(b.worker), b.metric, i)
+		if stalled.Load() {
+			return 0, fmt.Errorf("%s sent no reply in %v, so it was stopped (the metric's score or import may hang; --worker-timeout sets the wait)%s",
+				what, b.workerTimeout, stderr.suffix())
+		}
 		if err != nil {
-			return 0, err
+			return 0, fmt.Errorf("%s: %v%s", what, err, stderr.suffix())
 		}
 		if err := b.check(i, out); err != nil {
 			return 0, err
 		}
 	}
 	return float64(time.Since(start).Nanoseconds()) / float64(n), nil
+}
+
+// tail keeps the last max bytes written to it: a worker's stderr, for the
+// error that reports it. Safe for the goroutine exec copies stderr on.
+type tail struct {
+	mu    sync.Mutex
+	max   int
+	buf   []byte
+	total int
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.total += len(p)
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > t.max {
+		t.buf = append(t.buf[:0], t.buf[len(t.buf)-t.max:]...)
+	}
+	return len(p), nil
+}
+
+// suffix is ", its stderr: ..." for an error message, or "".
+func (t *tail) suffix() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := strings.TrimSpace(string(t.buf))
+	if s == "" {
+		return ""
+	}
+	if t.total > len(t.buf) {
+		return "; the end of its stderr:\n..." + s
+	}
+	return "; its stderr:\n" + s
 }
 
 // cliFile times `skynet score` on a file, as a new process, end to end.

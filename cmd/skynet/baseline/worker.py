@@ -1,12 +1,31 @@
 # Baseline for `skynet bench`: the persistent subprocess worker a user would
 # write instead of an embedded engine. One JSON case per stdin line, one JSON
-# result per stdout line. --pipelined buffers output (the fastest a user could
-# go when the parent reads concurrently); otherwise every line is flushed, as
-# a lockstep request/reply protocol needs.
+# result per stdout line. --pipelined buffers output after the first reply
+# (the fastest a user could go when the parent reads concurrently); otherwise
+# every line is flushed, as a lockstep request/reply protocol needs. Either
+# way whatever PYTHONUNBUFFERED says: the replies have their own stream.
+#
+# The protocol has the process's stdin and stdout to itself: before the
+# metric is imported they are duplicated for the protocol, file descriptor 1
+# is pointed at stderr and 0 at /dev/null. So a metric's print() (or a C
+# library writing to fd 1) goes to stderr instead of corrupting the replies,
+# and input() cannot swallow a case.
 import importlib.util
 import inspect
 import json
+import os
 import sys
+
+
+def protocol_streams():
+    reader = open(os.dup(0), "r", encoding="utf-8")
+    writer = open(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    sys.stdout = sys.stderr
+    return reader, writer
 
 
 def load(path):
@@ -23,12 +42,22 @@ def load(path):
 
 
 def main():
+    cases, out = protocol_streams()
     call = load(sys.argv[1])
     pipelined = "--pipelined" in sys.argv[2:]
-    out = sys.stdout
-    for line in sys.stdin:
+
+    def reply(line):
         value, side = call(json.loads(line))
         out.write(json.dumps({"score": value, "feedback": side["feedback"], "scores": side.get("scores", {})}) + "\n")
+
+    # The first case is the parent's warm-up: it waits for that reply before
+    # sending the rest, so it is flushed in both modes.
+    first = cases.readline()
+    if first:
+        reply(first)
+        out.flush()
+    for line in cases:
+        reply(line)
         if not pipelined:
             out.flush()
     out.flush()

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"bytes"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// benchMetric writes source as metric.py beside a few cases.
+func benchMetric(t *testing.T, source string) string {
+	t.Helper()
+	dir := t.TempDir()
+	metric := filepath.Join(dir, "metric.py")
+	require.NoError(t, os.WriteFile(metric, []byte(source), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "cases.jsonl"), []byte(
+		`{"id": "a", "input": {"n": 1}, "output": "x", "expected": {"label": "x"}}`+"\n"+
+			`{"id": "b", "input": {"n": 2}, "output": "y", "expected": {"label": "x"}}`+"\n"), 0o644))
+	return metric
+}
+
+// A metric that prints, on import and in every call, used to break the
+// subprocess worker's protocol (its replies shared stdout) and bench waited
+// forever. Every path now runs, the baselines' scores checked against the
+// engine's inside the command, and the report is JSON on stdout alone.
+func TestBenchMetricThatPrints(t *testing.T) {
+	metric := benchMetric(t, `
+import sys
+print("loading the metric")
+def score(input, output, expected=None):
+    print("scoring", input["n"])
+    print("to stderr", file=sys.stderr)
+    ok = output == expected["label"]
+    return (1.0 if ok else 0.0), {"feedback": "ok" if ok else "no"}
+`)
+	// Unset (an empty value), as on most machines: with it set, a worker
+	// flushed every line whatever it asked for, which hid a pipelined
+	// worker that never flushed its warm-up reply.
+	t.Setenv("PYTHONUNBUFFERED", "")
+	rep := benchJSON(t, "--metric", metric, "--cases", "40", "--runs", "1", "--per-process-cases", "2", "--worker-timeout", "60s")
+	for _, k := range []string{"engine", "python_loop", "python_loop_shared", "subprocess_lockstep", "subprocess_pipelined", "subprocess_per_case"} {
+		ns := rep.NSPerCase[k]
+		assert.True(t, ns > 0 && !math.IsInf(ns, 0) && !math.IsNaN(ns), "%s: %v ns/case", k, ns)
+	}
+	assert.Greater(t, rep.Ratios["subprocess_lockstep_vs_engine"], 1.0, "a subprocess round trip costs more than an in-process call")
+}
+
+// A worker that never answers is stopped after --worker-timeout, and the
+// error names the path, the metric and what happened. The metric hangs
+// only where the skynet module is missing (plain python3), so the engine's
+// paths, which run first, finish.
+func TestBenchWorkerThatNeverAnswers(t *testing.T) {
+	metric := benchMetric(t, `
+import sys, time
+try:
+    import skynet
+    embedded = True
+except ImportError:
+    embedded = False
+def score(input, output, expected=None):
+    if not embedded:
+        print("worker: about to hang", file=sys.stderr)
+        time.sleep(3600)
+    return 1.0, {"feedback": "ok"}
+`)
+	cmd := exec.Command(binary(t), "bench", "--metric", metric, "--cases", "5", "--runs", "1", "--worker-timeout", "1s")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	cmd.WaitDelay = 5 * time.Second
+	guard := time.AfterFunc(2*time.Minute, func() { cmd.Process.Kill() })
+	defer guard.Stop()
+	start := time.Now()
+	err := cmd.Run()
+	took := time.Since(start)
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit, stderr.String())
+	assert.Equal(t, exitCheck, exit.ExitCode())
+	msg := stderr.String()
+	assert.Contains(t, msg, "skynet bench: subprocess_lockstep: the lockstep worker (")
+	assert.Contains(t, msg, metric)
+	assert.Contains(t, msg, "sent no reply for 1s after 0 replies, so it was stopped")
+	assert.Contains(t, msg, "--worker-timeout")
+	assert.Contains(t, msg, "worker: about to hang", "what the worker wrote to stderr is part of the error")
+	assert.Less(t, took, 30*time.Second, "the timeout, not the worker, ends the wait")
+	assert.Equal(t, 1, strings.Count(msg, "skynet bench:"), msg)
+}
