@@ -70,7 +70,7 @@ def score(input, output, expected=None):
         time.sleep(3600)
     return 1.0, {"feedback": "ok"}
 `)
-	cmd := exec.Command(binary(t), "bench", "--metric", metric, "--cases", "5", "--runs", "1", "--worker-timeout", "1s")
+	cmd := exec.Command(skynetBin(t), "bench", "--metric", metric, "--cases", "5", "--runs", "1", "--worker-timeout", "1s")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	cmd.WaitDelay = 5 * time.Second

@@ -27,6 +27,10 @@ type childJob struct {
 	results func(e *engine.Engine, ctx context.Context, cases iter.Seq[engine.Case]) iter.Seq2[int, engine.Result]
 }
 
+// exitLostChannel is how a child ends when it cannot write to the parent:
+// the metric closed or broke its file descriptors.
+const exitLostChannel = 199
+
 // isChild says this process is a child of supervise.go; solo says it scores
 // one case at a time.
 func isChild() (child, solo bool) {
@@ -139,7 +143,7 @@ func serveChild(job childJob) int {
 	}
 	cancel()
 	if err := fw.close(frameDone, nil); err != nil {
-		return exitUsage
+		return exitLostChannel
 	}
 	return exitOK
 }

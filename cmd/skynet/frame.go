@@ -11,6 +11,7 @@ import (
 	"hash/crc32"
 	"io"
 	"math"
+	"os"
 	"sync"
 	"time"
 
@@ -203,7 +204,7 @@ func (fw *frameWriter) flusher() {
 			return
 		case <-fw.kick:
 			if fw.flush() != nil {
-				return
+				os.Exit(exitLostChannel) // nothing this process does can reach the parent now
 			}
 			time.Sleep(flushGap) // results added meanwhile go in the next write
 		case <-ping.C:

@@ -772,6 +772,10 @@ func (c *child) deathReason() string {
 		return fmt.Sprintf("the metric crashed the Python process (%s)", signalName(ws.Signal()))
 	case c.tail.signal != "":
 		return fmt.Sprintf("the metric crashed the Python process (%s)", c.tail.signal)
+	case ws.Exited() && ws.ExitStatus() == 2 && c.tail.first != "":
+		return fmt.Sprintf("the Python process failed (%s)", c.tail.first)
+	case ws.Exited() && ws.ExitStatus() == exitLostChannel:
+		return "the metric closed or broke the Python process's channel to skynet (its file descriptors)"
 	case ws.Exited():
 		return fmt.Sprintf("the metric ended the Python process (exit code %d)", ws.ExitStatus())
 	}
@@ -799,6 +803,7 @@ type stderrTail struct {
 	lines  []string
 	signal string
 	dump   bool
+	first  string // the crash report's first line
 }
 
 var goCrash = regexp.MustCompile(`^(?:(SIG[A-Z0-9]+): |fatal error: |\[signal (SIG[A-Z0-9]+)|runtime: |panic: )`)
@@ -826,6 +831,7 @@ func (t *stderrTail) add(w io.Writer, line []byte) {
 	defer t.mu.Unlock()
 	if m := goCrash.FindSubmatch(line); m != nil && !t.dump {
 		t.dump = true
+		t.first = strings.TrimSpace(string(line[:min(len(line), 200)]))
 		if n := string(m[1]) + string(m[2]); n != "" {
 			t.signal = n
 		}
