@@ -99,10 +99,14 @@ func runScore(args []string, stdout, stderr io.Writer) int {
 			return exitUsage
 		}
 	}
-	entries, readErr := caseEntries(in, *data, done, sv.maxLine)
+	entries, readErr, foreign := caseEntries(in, *data, done, sv.maxLine)
 	s := sv.supervisor("score", args, *timeout, results, stderr)
 	s.entries, s.readErr = entries, readErr
-	return runSupervised(s, total-len(done), done, summary, stderr)
+	code := runSupervised(s, total-len(done), done, summary, stderr)
+	if id, ok := foreign(); ok && *data == "-" && s.inputDone && s.readErr() == nil {
+		fmt.Fprintf(stderr, "skynet score: warning: --resume: %s\n", foreignMessage(*out, "the cases read from standard input", id))
+	}
+	return code
 }
 
 // openCases opens the case file and counts its lines for the progress bar.
@@ -129,11 +133,13 @@ func openCases(path string) (io.ReadCloser, int, error) {
 
 // caseEntries reads the case file on a goroutine of its own into entries
 // for the supervisor: a bad line gets its input error here, ids already done
-// (--resume) are passed over, and a repeated id stops the input. readErr
-// says why the input stopped early, once entries is closed.
-func caseEntries(in io.Reader, path string, done map[string]bool, maxLine int) (entries <-chan *entry, readErr func() error) {
+// (--resume) are passed over, and a repeated id stops the input. Once
+// entries is closed, readErr says why the input stopped early and foreign
+// names a done id the input did not have.
+func caseEntries(in io.Reader, path string, done map[string]bool, maxLine int) (entries <-chan *entry, readErr func() error, foreign func() (string, bool)) {
 	ch := make(chan *entry, 1024)
 	var err error
+	resumed := map[string]bool{}
 	go func() {
 		defer close(ch)
 		cr := engine.NewCaseReader(in)
@@ -173,12 +179,22 @@ func caseEntries(in io.Reader, path string, done map[string]bool, maxLine int) (
 				return
 			}
 			if done[e.id] {
+				resumed[e.id] = true
 				continue
 			}
 			ch <- e
 		}
 	}()
-	return ch, func() error { return err }
+	return ch, func() error { return err }, func() (string, bool) {
+		// The input is read (entries closed): a done id it did not have
+		// is another dataset's.
+		for id := range done {
+			if !resumed[id] {
+				return id, true
+			}
+		}
+		return "", false
+	}
 }
 
 // appendResult writes one results line (the shape of resultLine) without

@@ -1,0 +1,256 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// writeFile writes a file in dir and returns its path.
+func writeFile(t *testing.T, dir, name, text string) string {
+	p := filepath.Join(dir, name)
+	require.NoError(t, os.WriteFile(p, []byte(text), 0o644))
+	return p
+}
+
+func casesText(n int, output string) string {
+	var b strings.Builder
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, `{"id": "c%d", "input": {"n": %d}, "output": %q}`+"\n", i, i, output)
+	}
+	return b.String()
+}
+
+// --out naming the case file (itself, a symlink or a hard link to it) is
+// refused before anything is written.
+func TestOutIsNotTheData(t *testing.T) {
+	dir := t.TempDir()
+	data := writeFile(t, dir, "cases.jsonl", casesText(3, "x"))
+	require.NoError(t, os.Symlink(data, filepath.Join(dir, "sym.jsonl")))
+	require.NoError(t, os.Link(data, filepath.Join(dir, "hard.jsonl")))
+	for _, out := range []string{data, filepath.Join(dir, "sym.jsonl"), filepath.Join(dir, "hard.jsonl")} {
+		code, _, errOut := skynet("score", "--metric", example+"metric.py", "--data", data, "--out", out)
+		assert.Equal(t, exitUsage, code)
+		assert.Contains(t, errOut, "is the case file")
+		b, err := os.ReadFile(data)
+		require.NoError(t, err)
+		assert.Equal(t, casesText(3, "x"), string(b), "the cases are untouched")
+	}
+}
+
+// With --data -, the metric's stdin is /dev/null: reading it cannot eat
+// case lines.
+func TestMetricCannotReadTheCases(t *testing.T) {
+	const n = 3000
+	code, lines, stderr, _ := runCLI(t, []byte(casesText(n, "fault")), "score", "--metric", faultsDir+"reads_stdin.py", "--data", "-")
+	require.Equal(t, exitOK, code, stderr)
+	require.Len(t, lines, n)
+	for i, r := range lines {
+		require.Equal(t, "c"+strconv.Itoa(i+1), r.ID)
+		require.Equal(t, "read 0 bytes from stdin", r.Feedback)
+	}
+}
+
+// A metric that registers faulthandler on SIGTERM and SIGINT does not stop
+// skynet from being stopped: 143 after SIGTERM, 130 after SIGINT, and every
+// result written is whole.
+func TestSignalsReachSkynetNotTheMetric(t *testing.T) {
+	dir := t.TempDir()
+	data := writeFile(t, dir, "cases.jsonl", casesText(2000, "x"))
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		out := filepath.Join(dir, "results-"+strconv.Itoa(int(sig))+".jsonl")
+		cmd := exec.Command(skynetBin(t), "score", "--metric", faultsDir+"faulthandler_signals.py", "--data", data, "--out", out)
+		require.NoError(t, cmd.Start())
+		waitLines(t, out, 20)
+		require.NoError(t, cmd.Process.Signal(sig))
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			var ee *exec.ExitError
+			require.ErrorAs(t, err, &ee)
+			assert.Equal(t, 128+int(sig), ee.ExitCode())
+		case <-time.After(15 * time.Second):
+			cmd.Process.Kill()
+			t.Fatalf("%v did not stop the run", sig)
+		}
+		checkPrefix(t, out, 2000)
+	}
+}
+
+// checkPrefix asserts a results file holds whole lines for c1..cK in order,
+// each once, finished ones first and cancelled ones after.
+func checkPrefix(t *testing.T, path string, n int) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	lines := resultLines(t, string(b))
+	require.LessOrEqual(t, len(lines), n)
+	for i, r := range lines {
+		require.Equal(t, "c"+strconv.Itoa(i+1), r.ID, "results are c1..cK in order, each once")
+	}
+}
+
+// A line that never ends (--data /dev/zero) is bounded by --max-line-bytes,
+// and Ctrl-C still stops the run.
+func TestEndlessLine(t *testing.T) {
+	cmd := exec.Command(skynetBin(t), "score", "--metric", example+"metric.py", "--data", "/dev/zero", "--max-line-bytes", "1000000")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	require.NoError(t, cmd.Start())
+	time.Sleep(1500 * time.Millisecond)
+	rss := rssKB(t, cmd.Process.Pid)
+	require.NoError(t, cmd.Process.Signal(os.Interrupt))
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		var ee *exec.ExitError
+		require.ErrorAs(t, err, &ee)
+		assert.Equal(t, 130, ee.ExitCode(), stderr.String())
+	case <-time.After(15 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("SIGINT did not stop a run reading an endless line")
+	}
+	assert.Less(t, rss, 200_000, "RSS in KB while reading 1.5 s of zeros")
+	lines := resultLines(t, stdout.String())
+	require.Len(t, lines, 1)
+	assert.Equal(t, "input", string(lines[0].Error.Kind))
+	assert.Contains(t, lines[0].Error.Message, "longer than 1000000 bytes")
+}
+
+func rssKB(t *testing.T, pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	require.NoError(t, err)
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			n, err := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")))
+			require.NoError(t, err)
+			return n
+		}
+	}
+	t.Fatal("no VmRSS")
+	return 0
+}
+
+// --resume refuses a results file that holds ids the data does not have.
+func TestResumeRefusesForeignResults(t *testing.T) {
+	dir := t.TempDir()
+	data := writeFile(t, dir, "cases.jsonl", casesText(3, "x"))
+	foreign := `{"id":"other-7","score":1,"feedback":"","scores":{},"error":null,"ms":1}` + "\n"
+	out := writeFile(t, dir, "results.jsonl", foreign)
+	code, _, errOut := skynet("score", "--metric", example+"metric.py", "--data", data, "--out", out, "--resume")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, errOut, `has a result for case "other-7", which is not in`)
+	b, _ := os.ReadFile(out)
+	assert.Equal(t, foreign, string(b), "the results file is left as it was")
+}
+
+// Ids are unique after normalisation: a case without an id is named by its
+// line number, so line 1 without one and "id": 1 collide, and the run says
+// which lines.
+func TestRepeatedIDs(t *testing.T) {
+	dir := t.TempDir()
+	data := writeFile(t, dir, "cases.jsonl", `{"input": {}, "output": "a"}`+"\n"+`{"id": 1, "input": {}, "output": "b"}`+"\n")
+	code, out, errOut := skynet("score", "--metric", example+"metric.py", "--data", data)
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, errOut, `line 2: case id "1" is also the id of line 1`)
+	for _, r := range resultLines(t, out) {
+		assert.Equal(t, "1", r.ID, "what was written before the repeat is kept, once")
+	}
+}
+
+// A case file that starts with a UTF-8 byte order mark scores its first
+// case; a line of Unicode spaces is a case line (an input error), not a
+// blank one.
+func TestBOMAndUnicodeSpaces(t *testing.T) {
+	dir := t.TempDir()
+	data := writeFile(t, dir, "cases.jsonl", "\xEF\xBB\xBF"+`{"id": "a", "input": {}, "output": "x", "expected": {"label": "x"}}`+"\n\u00a0\u3000\n\n")
+	code, out, errOut := skynet("score", "--metric", example+"metric.py", "--data", data)
+	require.Equal(t, exitOK, code, errOut)
+	lines := resultLines(t, out)
+	require.Len(t, lines, 2)
+	assert.Nil(t, lines[0].Error)
+	assert.Equal(t, 1.0, lines[0].Score)
+	require.NotNil(t, lines[1].Error)
+	assert.Equal(t, "input", string(lines[1].Error.Kind))
+}
+
+// Finished results reach the disk while a later case is still running: a
+// kill -9 of skynet then loses none of the first group of cases.
+func TestResultsFlushedWhileASlowCaseRuns(t *testing.T) {
+	dir := t.TempDir()
+	metric := writeFile(t, dir, "metric.py", "import time\ndef score(input, output, expected=None):\n    if output == \"slow\":\n        time.sleep(30)\n    return 1.0, {\"feedback\": \"ok\"}\n")
+	data := writeFile(t, dir, "cases.jsonl", casesText(100, "fast")+`{"id": "slow", "input": {}, "output": "slow"}`+"\n")
+	out := filepath.Join(dir, "results.jsonl")
+	cmd := exec.Command(skynetBin(t), "score", "--metric", metric, "--data", data, "--out", out)
+	require.NoError(t, cmd.Start())
+	waitLines(t, out, 64)
+	time.Sleep(300 * time.Millisecond)
+	require.NoError(t, cmd.Process.Kill())
+	cmd.Wait()
+	checkPrefix(t, out, 100)
+	assert.GreaterOrEqual(t, linesIn(t, out), 64, "the first group of 64 is on disk")
+}
+
+// SIGINT while the child is being restarted (every case crashes it) still
+// leaves each case read with one result, and --resume finishes the rest.
+func TestInterruptDuringRestarts(t *testing.T) {
+	dir := t.TempDir()
+	metric := writeFile(t, dir, "metric.py", "import os, time\ndef score(input, output, expected=None):\n    if input[\"n\"] % 3 == 0:\n        os._exit(9)\n    time.sleep(0.01)\n    return 1.0, {\"feedback\": \"ok\"}\n")
+	data := writeFile(t, dir, "cases.jsonl", casesText(60, "x"))
+	out := filepath.Join(dir, "results.jsonl")
+	cmd := exec.Command(skynetBin(t), "score", "--metric", metric, "--data", data, "--out", out, "--max-crashes", "100")
+	require.NoError(t, cmd.Start())
+	waitLines(t, out, 5)
+	require.NoError(t, cmd.Process.Signal(os.Interrupt))
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee)
+	assert.Equal(t, 130, ee.ExitCode())
+	checkPrefix(t, out, 60)
+
+	res, err := exec.Command(skynetBin(t), "score", "--metric", metric, "--data", data, "--out", out, "--resume", "--max-crashes", "100").CombinedOutput()
+	var ee2 *exec.ExitError
+	require.ErrorAs(t, err, &ee2, string(res))
+	assert.Equal(t, exitCheck, ee2.ExitCode(), "cases crashed: exit 1\n%s", res)
+	b, _ := os.ReadFile(out)
+	lines := resultLines(t, string(b))
+	seen := map[string]int{}
+	for _, r := range lines {
+		seen[r.ID]++
+		n, _ := strconv.Atoi(strings.TrimPrefix(r.ID, "c"))
+		if n%3 == 0 {
+			assert.Equal(t, "crash", string(r.Error.Kind), r.ID)
+		} else {
+			assert.Nil(t, r.Error, r.ID)
+		}
+	}
+	require.Len(t, seen, 60)
+	for id, k := range seen {
+		assert.Equal(t, 1, k, id)
+	}
+}
+
+// With the cases on standard input, --resume can only tell at the end that
+// the results file held another dataset's ids: it warns, naming one.
+func TestResumeForeignResultsFromStdin(t *testing.T) {
+	dir := t.TempDir()
+	out := writeFile(t, dir, "results.jsonl", `{"id":"other-7","score":1,"feedback":"","scores":{},"error":null,"ms":1}`+"\n")
+	cmd := exec.Command(skynetBin(t), "score", "--metric", example+"metric.py", "--data", "-", "--out", out, "--resume")
+	cmd.Stdin = strings.NewReader(casesText(3, "x"))
+	b, err := cmd.CombinedOutput()
+	require.NoError(t, err, string(b))
+	assert.Contains(t, string(b), `warning: --resume: `)
+	assert.Contains(t, string(b), `has a result for case "other-7", which is not in the cases read from standard input`)
+}
