@@ -16,6 +16,7 @@ import (
 )
 
 func runCheck(args []string, stdout, stderr io.Writer) int {
+	stderr = syncWriter(stderr)
 	fs := flag.NewFlagSet("check", flag.ContinueOnError)
 	metric := fs.String("metric", "", "path of metric.py")
 	data := fs.String("data", "", "case file (JSONL)")

@@ -14,6 +14,7 @@ import (
 )
 
 func runEval(args []string, stdout, stderr io.Writer) int {
+	stderr = syncWriter(stderr)
 	fs := flag.NewFlagSet("eval", flag.ContinueOnError)
 	program := fs.String("program", "", "path of program.py (defines run(artifact, input))")
 	artifactPath := fs.String("artifact", "", "file whose text is the artifact passed to run (e.g. a prompt)")

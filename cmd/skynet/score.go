@@ -43,6 +43,7 @@ type errorField struct {
 }
 
 func runScore(args []string, stdout, stderr io.Writer) int {
+	stderr = syncWriter(stderr)
 	fs := flag.NewFlagSet("score", flag.ContinueOnError)
 	metric := fs.String("metric", "", "path of metric.py")
 	data := fs.String("data", "", `case file (JSONL), or "-" for standard input`)
@@ -540,6 +541,9 @@ func (p *progress) done() {
 }
 
 func isTerminal(w io.Writer) bool {
+	if l, ok := w.(*lockedWriter); ok {
+		w = l.w
+	}
 	f, ok := w.(*os.File)
 	if !ok {
 		return false

@@ -267,6 +267,7 @@ func (c *child) sender(w *os.File) {
 	defer w.Close()
 	var buf []byte
 	var num [4]byte
+	cancel := c.cancel
 	for {
 		select {
 		case batch, ok := <-c.send:
@@ -285,9 +286,9 @@ func (c *child) sender(w *os.File) {
 			if _, err := w.Write(buf); err != nil {
 				return // the child is gone; its waiter reports it
 			}
-		case <-c.cancel:
+		case <-cancel:
 			w.Write(appendFrame(nil, frameCancel, nil))
-			c.cancel = nil
+			cancel = nil
 		}
 	}
 }
@@ -922,3 +923,24 @@ func (e *errDuplicate) Error() string {
 }
 
 var errStopped = errors.New("stopped")
+
+// lockedWriter serialises writes: the child's stderr is passed on from a
+// goroutine of its own while the run writes notices and the summary.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// syncWriter wraps w in a lockedWriter once.
+func syncWriter(w io.Writer) io.Writer {
+	if _, ok := w.(*lockedWriter); ok {
+		return w
+	}
+	return &lockedWriter{w: w}
+}
