@@ -227,3 +227,41 @@ func skynetOut(t *testing.T, args ...string) (int, string, string) {
 	}
 	return code, out.String(), errb.String()
 }
+
+// With several workers (and interpreters, on 3.12+) in flight, crashes
+// still leave every case exactly one result: 300 cases, two of them crash.
+func TestCrashesWithWorkersInFlight(t *testing.T) {
+	dir := t.TempDir()
+	metric := writeFile(t, dir, "metric.py", "import ctypes, os\ndef score(input, output, expected=None):\n    if output == \"segv\":\n        ctypes.string_at(0)\n    if output == \"exit\":\n        os._exit(5)\n    return float(input[\"n\"]), {\"feedback\": \"ok\"}\n")
+	var data bytes.Buffer
+	for i := 1; i <= 300; i++ {
+		out := "ok"
+		switch i {
+		case 40:
+			out = "segv"
+		case 170:
+			out = "exit"
+		}
+		fmt.Fprintf(&data, `{"id": "c%d", "input": {"n": %d}, "output": %q}`+"\n", i, i, out)
+	}
+	interps := "auto"
+	for _, workers := range []string{"1", "4"} {
+		t.Run("workers="+workers, func(t *testing.T) {
+			code, lines, stderr, _ := runCLI(t, data.Bytes(), "score", "--metric", metric, "--data", "-", "--workers", workers, "--interpreters", interps)
+			require.Len(t, lines, 300, stderr)
+			for i, r := range lines {
+				require.Equal(t, fmt.Sprintf("c%d", i+1), r.ID, "in order, each once")
+				switch i + 1 {
+				case 40, 170:
+					require.NotNil(t, r.Error, r.ID)
+					assert.Equal(t, "crash", string(r.Error.Kind), r.ID)
+				default:
+					require.Nil(t, r.Error, "%s: %+v", r.ID, r.Error)
+					assert.Equal(t, float64(i+1), r.Score)
+				}
+			}
+			assert.Equal(t, exitCheck, code)
+			assert.Contains(t, stderr, "errors: 2 (crash 2)")
+		})
+	}
+}
