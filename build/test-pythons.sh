@@ -28,6 +28,9 @@ for v in 10 11 12 13; do
 done
 
 declare -A seen
+# The default build (Debian's python3-embed) is what make test runs on.
+default_real="$(python3 -c 'import os, sys; print(os.path.realpath(sys.executable))' 2>/dev/null || true)"
+[ -n "$default_real" ] && seen[$default_real]=default
 found=() # "version<TAB>python"
 for p in "${candidates[@]}"; do
   if ! id="$("$p" -c 'import os, platform, sys; print(platform.python_version(), os.path.realpath(sys.executable))' 2>/dev/null)"; then
@@ -35,6 +38,11 @@ for p in "${candidates[@]}"; do
     continue
   fi
   real="${id#* }"
+  if [ "${seen[$real]:-}" = default ]; then
+    echo "$p: skipped: it is the default build, which make test runs on"
+    seen[$real]=1
+    continue
+  fi
   [ -n "${seen[$real]:-}" ] && continue
   seen[$real]=1
   found+=("${id%% *}"$'\t'"$p")
