@@ -165,7 +165,7 @@ func superviseCheck(args []string, stderr io.Writer, loadTimeout, perCases time.
 	close(c.send) // check takes no cases from this side
 	var checks []engine.Check
 	var loadedAt time.Time
-	deadline := time.NewTimer(loadTimeout + killGrace)
+	deadline := time.NewTimer(loadTimeout) // nothing in the child bounds a load
 	defer deadline.Stop()
 	var why string
 	frames := c.frames

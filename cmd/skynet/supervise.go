@@ -402,7 +402,7 @@ func (s *supervisor) drive(ctx context.Context, c *child) {
 				c.kill("it did not exit after its last result")
 			case canceling && now.Sub(cancelAt) > cancelGrace:
 				c.kill("interrupted")
-			case !c.hello && now.Sub(c.started) > s.loadTimeout+killGrace:
+			case !c.hello && now.Sub(c.started) > s.loadTimeout: // nothing in the child bounds a load
 				c.kill(fmt.Sprintf("loading the metric did not finish within %s (--load-timeout)", s.loadTimeout))
 			case c.hello && s.unanswered() > 0 && now.Sub(c.lastWord) > silentLimit:
 				c.kill(fmt.Sprintf("the Python process stopped answering (nothing for %s)", silentLimit))
