@@ -29,7 +29,7 @@ done
 
 declare -A seen
 # The default build (Debian's python3-embed) is what make test runs on.
-default_real="$(python3 -c 'import os, sys; print(os.path.realpath(sys.executable))' 2>/dev/null || true)"
+default_real="$(/usr/bin/python3 -c 'import os, sys; print(os.path.realpath(sys.executable))' 2>/dev/null || true)"
 [ -n "$default_real" ] && seen[$default_real]=default
 found=() # "version<TAB>python"
 for p in "${candidates[@]}"; do
