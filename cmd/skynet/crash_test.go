@@ -26,6 +26,9 @@ var (
 // binary builds the skynet command once for the tests that run it as a
 // separate process.
 func skynetBin(t *testing.T) string {
+	if raceEnabled {
+		t.Skip("runs the skynet binary, which is not a race build: the run without -race covers it")
+	}
 	binOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "skynet-bin-")
 		if err != nil {
