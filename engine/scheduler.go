@@ -69,6 +69,7 @@ type scoreJob struct {
 	obs       Observation
 	state     atomic.Int32
 	delivered atomic.Bool
+	ready     atomic.Bool // out is written: a slow stream may yield it before its group is done (waitJob)
 	out       outcome
 	run       atomic.Pointer[batchRun] // the batch taking it job by job
 	index     int                      // within run
@@ -91,6 +92,7 @@ type group struct {
 	remaining atomic.Int32
 	byWorker  atomic.Int32  // outcomes delivered from a batch (see recycle)
 	done      chan struct{} // closed once every job has its outcome
+	progress  chan struct{} // a job got its outcome (cap 1; see waitJob)
 	p         parcel
 
 	// A parcel scored whole is handed to the waiter to finish: ran is
@@ -126,6 +128,10 @@ func (e *Engine) newGroup(n int) *group {
 			g.remaining.Store(int32(n))
 			g.byWorker.Store(0)
 			g.done, g.ran = make(chan struct{}), make(chan struct{})
+			select {
+			case <-g.progress:
+			default:
+			}
 			a := &g.p.args
 			a.Buf, a.Offsets, a.IDs = a.Buf[:0], a.Offsets[:0], a.IDs[:0]
 			g.whole.Store(nil)
@@ -134,7 +140,7 @@ func (e *Engine) newGroup(n int) *group {
 			return g
 		}
 	}
-	g := &group{jobs: make([]scoreJob, n), done: make(chan struct{}), ran: make(chan struct{})}
+	g := &group{jobs: make([]scoreJob, n), done: make(chan struct{}), ran: make(chan struct{}), progress: make(chan struct{}, 1)}
 	g.remaining.Store(int32(n))
 	for i := range g.jobs {
 		g.jobs[i].g = g
@@ -217,10 +223,20 @@ func (j *scoreJob) deliver(o outcome) bool {
 		return false
 	}
 	j.out = o
+	j.ready.Store(true)
 	if j.g.remaining.Add(-1) == 0 {
 		close(j.g.done)
 	}
+	j.g.noteProgress()
 	return true
+}
+
+// noteProgress wakes a slow stream waiting for its group's next outcome.
+func (g *group) noteProgress() {
+	select {
+	case g.progress <- struct{}{}:
+	default:
+	}
 }
 
 // deliverSlot is deliver for an outcome a batch finished, read out of the
@@ -243,6 +259,7 @@ func (g *group) settle(n int) {
 	if g.remaining.Add(int32(-n)) == 0 {
 		close(g.done)
 	}
+	g.noteProgress()
 }
 
 // outcome is what a job ends with: a value or error from Python, or a
@@ -549,14 +566,17 @@ func (e *Engine) runParcel(w *worker, p *parcel) {
 		close(g.ran)
 		return
 	}
-	e.finish(br) // the waiter has gone: every outcome came from elsewhere
+	e.finish(br, false) // the waiter has gone: every outcome came from elsewhere
 }
 
 // finish copies a handed-over batch's outcomes to their jobs and frees it.
-func (e *Engine) finish(br *batchRun) {
+func (e *Engine) finish(br *batchRun, markReady bool) {
 	n := 0
 	for i, j := range br.jobs {
 		if v := br.b.Slot(i); v.State == cpython.SlotDone && j.deliverSlot(v, e.str) {
+			if markReady { // only waitJob reads ready before the group is done
+				j.ready.Store(true)
+			}
 			n++
 		}
 	}
@@ -599,6 +619,7 @@ func (e *Engine) runJobs(w *worker, jobs []*scoreJob) {
 	e.runBatch(w, br, args, obs)
 	for i, j := range jobs {
 		if v := br.b.Slot(i); v.State == cpython.SlotDone && j.deliverSlot(v, e.str) {
+			j.ready.Store(true)
 			j.g.settle(1)
 		}
 	}

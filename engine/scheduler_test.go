@@ -3,6 +3,9 @@ package engine
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -206,4 +209,35 @@ def score(input, output, expected=None):
 	for _, c := range cases {
 		check(c, e.Score(ctx, c))
 	}
+}
+
+// A stream of slow cases yields each result when it is in, not when its
+// group of 64 is: when the first result comes, far fewer than 64 cases
+// have started (each case notes its start in a file).
+func TestSlowStreamYieldsEachResult(t *testing.T) {
+	started := filepath.Join(t.TempDir(), "started")
+	e := open(t, Options{Interpreters: 1, Metric: writeMetric(t, fmt.Sprintf(`
+import time
+def score(input, output, expected=None):
+    with open(%q, "a") as f:
+        f.write("x")
+    time.sleep(0.02)
+    return 1.0, {"feedback": "ok"}
+`, started))})
+	cases := make([]Case, 64)
+	for i := range cases {
+		cases[i] = Case{ID: fmt.Sprint(i), Input: map[string]any{}, Output: i}
+	}
+	n := 0
+	for i, r := range e.ScoreAll(ctx, slices.Values(cases), 0) {
+		require.Nil(t, r.Err, "%+v", r.Err)
+		require.Equal(t, n, i)
+		if n == 0 {
+			b, err := os.ReadFile(started)
+			require.NoError(t, err)
+			assert.Less(t, len(b), 32, "cases started when the first result came")
+		}
+		n++
+	}
+	assert.Equal(t, 64, n)
 }

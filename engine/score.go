@@ -186,6 +186,9 @@ func (e *Engine) wait(ctx context.Context, g *group) {
 		g.spin()
 	}
 	ran := g.ran
+	if g.finished { // waitJob finished the batch handed over
+		ran = nil
+	}
 	for {
 		var o outcome
 		select {
@@ -195,7 +198,7 @@ func (e *Engine) wait(ctx context.Context, g *group) {
 		case <-ran:
 			ran = nil
 			g.finished = true
-			e.finish(g.batch)
+			e.finish(g.batch, false)
 			continue
 		case <-ctx.Done():
 			o = outcome{kind: KindCanceled, why: fmt.Sprintf("score cancelled: %v", ctx.Err())}
@@ -209,6 +212,34 @@ func (e *Engine) wait(ctx context.Context, g *group) {
 		g.leave()
 		return
 	}
+}
+
+// waitJob waits for job k's outcome while the rest of its group runs, so
+// that a stream of slow cases yields each result when it is in rather than
+// when its group of 64 is; a batch handed to the waiter is finished here,
+// as wait does. False means wait for the group whole instead (the caller or
+// the engine is stopping).
+func (e *Engine) waitJob(ctx context.Context, g *group, k int) bool {
+	j := &g.jobs[k]
+	for !j.ready.Load() {
+		ran := g.ran
+		if g.finished {
+			ran = nil
+		}
+		select {
+		case <-g.done:
+			return true
+		case <-g.progress:
+		case <-ran:
+			g.finished = true
+			e.finish(g.batch, true)
+		case <-ctx.Done():
+			return false
+		case <-e.quit:
+			return false
+		}
+	}
+	return true
 }
 
 // ScoreAll scores a stream of cases and yields each result with its case's
@@ -239,9 +270,20 @@ func (e *Engine) stream(ctx context.Context, cases iter.Seq[Case], window int, a
 		// emit yields the oldest group's results; false when the caller stopped.
 		emit := func() bool {
 			g := inflight[0]
+			k := 0
+			if e.slowCases() || !spinUntil(g.ready) {
+				// Each result as it comes, in order: a slow case's group
+				// takes long to finish whole.
+				for ; k < len(g.jobs) && e.waitJob(ctx, g, k); k++ {
+					if !yield(next, e.result(&g.jobs[k])) {
+						return false // g is still in inflight: the deferred cancel waits for it
+					}
+					next++
+				}
+			}
 			inflight = inflight[1:]
 			e.wait(ctx, g)
-			for k := range g.jobs {
+			for ; k < len(g.jobs); k++ {
 				if !yield(next, e.result(&g.jobs[k])) {
 					return false
 				}
