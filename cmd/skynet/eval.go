@@ -33,6 +33,7 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 	workers := fs.Int("workers", 1, "Python worker threads (more help when run or score wait on models)")
 	interps := addInterpretersFlag(fs)
 	svFlags := addSupervisorFlags(fs)
+	sf := addShardFlags(fs)
 	models := addModelFlags(fs)
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
@@ -76,6 +77,12 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 				return e.Evaluate(ctx, artifactText, cs)
 			}})
 	}
+	shard, err := sf.spec()
+	if err != nil {
+		fmt.Fprintf(stderr, "skynet eval: %v\n", err)
+		return exitUsage
+	}
+	*out = shard.outPath(*out)
 	results, summary, done, closeOut, err := resultsOutput(*out, *resume, *data, stdout, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "skynet eval: %v\n", err)
@@ -84,24 +91,28 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 	defer closeOut()
 	if id, ok := foreignID(done, func(yield func(string) bool) {
 		for _, c := range cases {
-			if !yield(c.ID) {
+			if shard.takes(c.ID) && !yield(c.ID) {
 				return
 			}
 		}
 	}); ok {
-		fmt.Fprintf(stderr, "skynet eval: --resume: %s\n", foreignMessage(*out, *data, id))
+		fmt.Fprintf(stderr, "skynet eval: --resume: %s\n", foreignMessage(*out, shard.of(*data), id))
 		return exitUsage
 	}
-	entries, readErr := datasetEntries(cases, done)
+	entries, readErr := datasetEntries(cases, done, shard)
 	timeLimit := max(*timeout, *runTimeout)
 	s := sv.supervisor("eval", args, timeLimit, results, stderr)
-	s.entries, s.readErr = entries, readErr
-	return runSupervised(s, len(cases)-len(done), done, summary, stderr)
+	s.entries, s.readErr, s.shard = entries, readErr, shard
+	total := len(cases) - len(done)
+	if shard.Count > 1 {
+		total = 0
+	}
+	return runSupervised(s, max(0, total), done, summary, stderr)
 }
 
 // datasetEntries hands the dataset's cases to the supervisor; a repeated
 // id stops the input.
-func datasetEntries(cases []engine.Case, done map[string]bool) (<-chan *entry, func() error) {
+func datasetEntries(cases []engine.Case, done map[string]bool, shard shardSpec) (<-chan *entry, func() error) {
 	ch := make(chan *entry, 1024)
 	var err error
 	go func() {
@@ -112,7 +123,7 @@ func datasetEntries(cases []engine.Case, done map[string]bool) (<-chan *entry, f
 				err = &errDuplicate{id: c.ID, line: i + 1, prev: prev, what: "row"}
 				return
 			}
-			if !done[c.ID] {
+			if shard.takes(c.ID) && !done[c.ID] {
 				ch <- &entry{id: c.ID, line: i, obs: c.Observation}
 			}
 		}

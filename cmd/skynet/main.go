@@ -5,6 +5,7 @@
 //	skynet score --metric PATH --data CASES.jsonl [--out RESULTS.jsonl] [--timeout 60s] [--workers N]
 //	skynet eval --program program.py --artifact FILE --metric metric.py --data DATASET [--split val]
 //	skynet bench --metric PATH [--data CASES.jsonl] [--cases N] [--file CASES.jsonl] [--runs 3] [--json]
+//	skynet merge --data CASES.jsonl [--out RESULTS.jsonl] PART...
 //	skynet stub DIR
 //	skynet version
 package main
@@ -33,10 +34,12 @@ const usage = `skynet runs metric.py scoring functions in an embedded CPython.
 
 Usage:
   skynet check --metric PATH --data CASES.jsonl [--samples 3] [--json]
-  skynet score --metric PATH --data CASES.jsonl [--out RESULTS.jsonl] [--timeout 60s] [--workers N]
+  skynet score --metric PATH --data CASES.jsonl [--out RESULTS.jsonl] [--timeout 60s] [--workers N] [--shard I/N]
   skynet eval --program program.py --artifact FILE --metric metric.py --data DATASET [--split val]
               [--inputs a,b] [--outputs label] [--limit N] [--sample N --seed S] [--out RESULTS.jsonl]
   skynet bench --metric PATH [--data CASES.jsonl] [--cases N] [--file CASES.jsonl] [--runs 3] [--json]
+  skynet merge --data CASES.jsonl [--eval [--split S]] [--out RESULTS.jsonl] PART...
+              merge the results of score/eval --shard I/N runs, checking each case has one
   skynet stub DIR    write skynet.pyi (type stub of the skynet module) into DIR
   skynet version     print skynet's version and the CPython it embeds (also --version)
 
@@ -111,6 +114,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runEval(args[1:], stdout, stderr)
 	case "bench":
 		return runBench(args[1:], stdout, stderr)
+	case "merge":
+		return runMerge(args[1:], stdout, stderr)
 	case "stub":
 		return runStub(args[1:], stdout, stderr)
 	case "version", "--version":

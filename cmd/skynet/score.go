@@ -53,6 +53,7 @@ func runScore(args []string, stdout, stderr io.Writer) int {
 	workers := fs.Int("workers", 1, "Python worker threads (more help only when score waits on llm(); see README)")
 	interps := addInterpretersFlag(fs)
 	sv := addSupervisorFlags(fs)
+	sf := addShardFlags(fs)
 	models := addModelFlags(fs)
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
@@ -82,6 +83,12 @@ func runScore(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "skynet score: %v\n", err)
 		return exitUsage
 	}
+	shard, err := sf.spec()
+	if err != nil {
+		fmt.Fprintf(stderr, "skynet score: %v\n", err)
+		return exitUsage
+	}
+	*out = shard.outPath(*out)
 	in, total, err := openCases(*data)
 	if err != nil {
 		fmt.Fprintf(stderr, "skynet score: %v\n", err)
@@ -95,15 +102,18 @@ func runScore(args []string, stdout, stderr io.Writer) int {
 	}
 	defer closeOut()
 	if len(done) > 0 && *data != "-" {
-		if id, ok := foreignID(done, fileIDs(*data, sv.maxLine)); ok {
-			fmt.Fprintf(stderr, "skynet score: --resume: %s\n", foreignMessage(*out, *data, id))
+		if id, ok := foreignID(done, shard.filter(fileIDs(*data, sv.maxLine))); ok {
+			fmt.Fprintf(stderr, "skynet score: --resume: %s\n", foreignMessage(*out, shard.of(*data), id))
 			return exitUsage
 		}
 	}
-	entries, readErr, foreign := caseEntries(in, *data, done, sv.maxLine)
+	entries, readErr, foreign := caseEntries(in, *data, done, sv.maxLine, shard)
 	s := sv.supervisor("score", args, *timeout, results, stderr)
-	s.entries, s.readErr = entries, readErr
-	code := runSupervised(s, total-len(done), done, summary, stderr)
+	s.entries, s.readErr, s.shard = entries, readErr, shard
+	if shard.Count > 1 {
+		total = 0 // how many cases the shard has is known at the end
+	}
+	code := runSupervised(s, max(0, total-len(done)), done, summary, stderr)
 	if id, ok := foreign(); ok && *data == "-" && s.inputDone && s.readErr() == nil {
 		fmt.Fprintf(stderr, "skynet score: warning: --resume: %s\n", foreignMessage(*out, "the cases read from standard input", id))
 	}
@@ -137,7 +147,7 @@ func openCases(path string) (io.ReadCloser, int, error) {
 // (--resume) are passed over, and a repeated id stops the input. Once
 // entries is closed, readErr says why the input stopped early and foreign
 // names a done id the input did not have.
-func caseEntries(in io.Reader, path string, done map[string]bool, maxLine int) (entries <-chan *entry, readErr func() error, foreign func() (string, bool)) {
+func caseEntries(in io.Reader, path string, done map[string]bool, maxLine int, shard shardSpec) (entries <-chan *entry, readErr func() error, foreign func() (string, bool)) {
 	ch := make(chan *entry, 1024)
 	var err error
 	resumed := map[string]bool{}
@@ -178,6 +188,9 @@ func caseEntries(in io.Reader, path string, done map[string]bool, maxLine int) (
 			if prev, dup := ids.add(e.id, n); dup {
 				err = fmt.Errorf("%s: %w", path, &errDuplicate{id: e.id, line: n, prev: prev, what: "line"})
 				return
+			}
+			if !shard.takes(e.id) {
+				continue // another shard's (ids are checked across the whole file all the same)
 			}
 			if done[e.id] {
 				resumed[e.id] = true

@@ -85,6 +85,9 @@ func runSupervised(s *supervisor, total int, done map[string]bool, summary, stde
 	if code != exitOK {
 		return code
 	}
+	if s.shard.Count > 1 {
+		fmt.Fprintf(summary, "%s\n", s.shard)
+	}
 	s.st.print(summary, s.interrupted != nil)
 	if line := s.restartLine(); line != "" {
 		fmt.Fprintln(summary, line)

@@ -1,0 +1,233 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/skynetml/skynet/engine"
+)
+
+// runMerge is skynet merge: the shards' results files into one, in the
+// cases' order, once it has checked that every case has exactly one
+// finished result across the parts.
+func runMerge(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("merge", flag.ContinueOnError)
+	data := fs.String("data", "", "the cases the parts were scored from: skynet score's case file, or with --eval skynet eval's dataset")
+	out := fs.String("out", "", "merged results file (JSONL); default standard output")
+	eval := fs.Bool("eval", false, "--data is skynet eval's dataset (a .jsonl or .csv file or a directory), read as eval reads it")
+	split := fs.String("split", "", "with --eval: the split the parts evaluated")
+	maxLine := fs.Int("max-line-bytes", engine.DefaultMaxLineBytes, "longest line read")
+	fs.SetOutput(stderr)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	parts := fs.Args()
+	if !required(stderr, "merge", "data", *data) {
+		return exitUsage
+	}
+	if len(parts) == 0 {
+		fmt.Fprintln(stderr, "skynet merge: name the parts to merge: skynet merge --data CASES --out RESULTS.jsonl PART...")
+		return exitUsage
+	}
+	ids, err := mergeIDs(*data, *eval, *split, *maxLine)
+	if err != nil {
+		fmt.Fprintf(stderr, "skynet merge: %v\n", err)
+		return exitUsage
+	}
+	m := merger{want: map[string]bool{}, got: map[string]partLine{}}
+	for _, id := range ids {
+		m.want[id] = true
+	}
+	for _, p := range parts {
+		if err := m.read(p, *maxLine); err != nil {
+			fmt.Fprintf(stderr, "skynet merge: %v\n", err)
+			return exitUsage
+		}
+	}
+	if m.report(stderr, *data, ids) {
+		return exitCheck
+	}
+	var w io.Writer = stdout
+	summary := stderr
+	if *out != "" {
+		f, err := os.Create(*out)
+		if err != nil {
+			fmt.Fprintf(stderr, "skynet merge: %v\n", err)
+			return exitUsage
+		}
+		defer f.Close()
+		w, summary = f, stdout
+	}
+	bw := bufio.NewWriterSize(w, 1<<16)
+	st := newStats()
+	for _, id := range ids {
+		g := m.got[id]
+		bw.Write(g.text)
+		bw.WriteByte('\n')
+		st.add(g.tally)
+		for k, v := range g.scores {
+			st.addScore([]byte(k), v)
+		}
+	}
+	if err := bw.Flush(); err != nil {
+		fmt.Fprintf(stderr, "skynet merge: writing %s: %v\n", *out, err)
+		return exitUsage
+	}
+	st.elapsed = 0
+	fmt.Fprintf(summary, "merged %d part(s)\n", len(parts))
+	st.print(summary, false)
+	if st.errors[engine.KindCrash] > 0 {
+		return exitCheck // as skynet score does
+	}
+	return exitOK
+}
+
+// mergeIDs are the cases' ids in order, as score or eval named them.
+func mergeIDs(data string, eval bool, split string, maxLine int) ([]string, error) {
+	if eval {
+		cases, err := engine.Dataset{Path: data, Split: split}.Cases()
+		if err != nil {
+			return nil, err
+		}
+		ids := make([]string, len(cases))
+		for i, c := range cases {
+			ids[i] = c.ID
+		}
+		return ids, nil
+	}
+	f, err := os.Open(data)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var ids []string
+	entries, readErr, _ := caseEntries(f, data, nil, maxLine, whole)
+	for e := range entries {
+		ids = append(ids, e.id)
+	}
+	return ids, readErr()
+}
+
+// partLine is one result of a part.
+type partLine struct {
+	part   string
+	line   int
+	text   []byte
+	tally  tally
+	scores map[string]float64
+}
+
+func (p partLine) where() string { return p.part + ":" + strconv.Itoa(p.line) }
+
+type merger struct {
+	want         map[string]bool
+	got          map[string]partLine
+	dups         []string
+	foreign      []string
+	cancelled    []string
+	cancelledIDs map[string]bool
+}
+
+// read takes in one part: every line a finished result, each id once.
+func (m *merger) read(part string, maxLine int) error {
+	f, err := os.Open(part)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<16), maxLine+1)
+	for n := 1; sc.Scan(); n++ {
+		text := sc.Bytes()
+		if len(strings.TrimSpace(string(text))) == 0 {
+			continue
+		}
+		var r struct {
+			ID       *string            `json:"id"`
+			Score    float64            `json:"score"`
+			Scores   map[string]float64 `json:"scores"`
+			Warnings []string           `json:"warnings"`
+			Error    *struct {
+				Kind engine.ErrorKind `json:"kind"`
+			} `json:"error"`
+			Observation *struct {
+				RunMS   *float64 `json:"run_ms"`
+				CostUSD *float64 `json:"cost_usd"`
+			} `json:"observation"`
+		}
+		if err := json.Unmarshal(text, &r); err != nil || r.ID == nil {
+			return fmt.Errorf("%s:%d: not a result line (a shard stopped mid-write? run it again with --resume, which drops a torn line): %.80q", part, n, text)
+		}
+		p := partLine{part: part, line: n, text: append([]byte(nil), text...), scores: r.Scores}
+		p.tally = tally{score: r.Score, warned: len(r.Warnings) > 0}
+		if r.Error != nil {
+			p.tally.kind = r.Error.Kind
+		}
+		if o := r.Observation; o != nil {
+			if o.RunMS != nil {
+				p.tally.runMS, p.tally.hasRunMS = *o.RunMS, true
+			}
+			if o.CostUSD != nil {
+				p.tally.cost, p.tally.hasCost = *o.CostUSD, true
+			}
+		}
+		id := *r.ID
+		switch {
+		case !m.want[id]:
+			m.foreign = append(m.foreign, fmt.Sprintf("%q (%s)", id, p.where()))
+		case p.tally.kind == engine.KindCanceled:
+			m.cancelled = append(m.cancelled, fmt.Sprintf("%q (%s)", id, p.where()))
+			if m.cancelledIDs == nil {
+				m.cancelledIDs = map[string]bool{}
+			}
+			m.cancelledIDs[id] = true
+		default:
+			if prev, ok := m.got[id]; ok {
+				m.dups = append(m.dups, fmt.Sprintf("%q in %s and %s", id, prev.where(), p.where()))
+				continue
+			}
+			m.got[id] = p
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("%s: %w", part, err)
+	}
+	return nil
+}
+
+// report says what keeps the parts from making the whole, if anything.
+func (m *merger) report(w io.Writer, data string, ids []string) (failed bool) {
+	var missing []string
+	for _, id := range ids {
+		if _, ok := m.got[id]; !ok && !m.cancelledIDs[id] {
+			missing = append(missing, strconv.Quote(id))
+		}
+	}
+	list := func(what string, items []string, hint string) {
+		if len(items) == 0 {
+			return
+		}
+		failed = true
+		shown := items[:min(len(items), 10)]
+		more := ""
+		if len(items) > len(shown) {
+			more = fmt.Sprintf(", and %d more", len(items)-len(shown))
+		}
+		fmt.Fprintf(w, "skynet merge: %d %s: %s%s%s\n", len(items), what, strings.Join(shown, ", "), more, hint)
+	}
+	list("case(s) with two results", m.dups, " (the same shard given twice, or shards of different --shard counts?)")
+	list("result(s) for cases not in "+data, m.foreign, " (parts of another dataset?)")
+	list("cancelled result(s)", m.cancelled, " (an interrupted shard: run it again with --resume)")
+	list("case(s) without a result", missing, " (a shard missing from the parts, or not finished: run it again with --resume)")
+	return failed
+}
