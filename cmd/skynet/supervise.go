@@ -69,7 +69,7 @@ type entry struct {
 
 // supervisor runs one score or eval pass through child processes.
 type supervisor struct {
-	cmd         string   // "score" or "eval", for messages
+	cmd         string // "score" or "eval", for messages
 	shard       shardSpec
 	args        []string // the subcommand and its flags, for each child
 	withRun     bool     // eval: results carry output and observation
