@@ -168,3 +168,31 @@ func TestShardResume(t *testing.T) {
 	}
 	assert.Len(t, seen, want, "shard 1's cases, each once, and no other shard's")
 }
+
+// skynet eval shards too, and merge --eval reads the dataset as eval does.
+func TestEvalShardAndMerge(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"eval", "--program", "../../testdata/programs/keywords.py",
+		"--artifact", "../../testdata/dataset/keywords.txt", "--metric", "../../testdata/reward/metric.py",
+		"--data", "../../testdata/dataset/tickets.csv", "--outputs", "label", "--inputs", "message"}
+	code, single, errOut := skynet(args...)
+	require.Equal(t, exitOK, code, errOut)
+	out := filepath.Join(dir, "r-{shard}.jsonl")
+	for k := 0; k < 2; k++ {
+		t.Setenv("JOB_COMPLETION_INDEX", fmt.Sprint(k)) // a Kubernetes Indexed Job's task
+		code, _, errOut := skynet(append(args, "--out", out, "--shards", "2")...)
+		require.Equal(t, exitOK, code, errOut)
+	}
+	merged := filepath.Join(dir, "merged.jsonl")
+	code, _, errOut = skynet("merge", "--eval", "--data", "../../testdata/dataset/tickets.csv", "--out", merged,
+		filepath.Join(dir, "r-0.jsonl"), filepath.Join(dir, "r-1.jsonl"))
+	require.Equal(t, exitOK, code, errOut)
+	got, err := os.ReadFile(merged)
+	require.NoError(t, err)
+	want, have := resultLines(t, single), resultLines(t, string(got))
+	require.Len(t, have, len(want))
+	for i := range want {
+		assert.Equal(t, want[i].ID, have[i].ID)
+		assert.InDelta(t, want[i].Score, have[i].Score, 1e-3, "the reward counts the measured run time")
+	}
+}
