@@ -17,7 +17,7 @@ ifneq ($(PY),)
 override GO := build/pyenv.sh $(PY) $(GO)
 endif
 
-.PHONY: all deps build run check test test-pythons vet fmt-check asan bench bench-cli bench-cpu soak fuzz clean
+.PHONY: all deps build run check test test-pythons vet fmt-check docs-check asan bench bench-cli bench-cpu soak fuzz clean
 
 all: build
 
@@ -43,6 +43,13 @@ test: deps fmt-check vet
 	$(GO) test -count=1 -race ./...
 	$(MAKE) --no-print-directory asan
 	$(MAKE) --no-print-directory fuzz FUZZTIME=5000x
+
+# The README against the code (its flag table, commands, exit codes, worked
+# example, Go example and version) and the fault table in docs/faults.md
+# against the faults; make test runs both with everything else.
+docs-check: deps
+	$(GO) test -count=1 -run '^TestDocs' ./cmd/skynet
+	$(GO) test -count=1 -run '^TestFaultCatalogue$$' ./engine
 
 # go test ./... against each shared CPython 3.10-3.13 found (pyenv's, and
 # python3.1X on PATH), one line each; -race, ASan and fuzz stay in make test.

@@ -52,8 +52,8 @@ var defaultOutcome = map[string]string{
 }
 
 // TestFaultCatalogue runs every fault and holds the engine to the kind its
-// header names; then it checks the README table still lists them all
-// (SKYNET_UPDATE_README=1 rewrites it).
+// header names; then it checks the table in docs/faults.md still lists
+// them all (SKYNET_UPDATE_DOCS=1 rewrites it).
 func TestFaultCatalogue(t *testing.T) {
 	faults := readFaults(t)
 	for _, f := range faults {
@@ -141,15 +141,16 @@ func TestFaultCatalogue(t *testing.T) {
 		fmt.Fprintf(&table, "| %s (`%s`) | %s | %s |\n", f.what, f.file, f.kind, outcome)
 	}
 	const begin, end = "<!-- faults:begin -->\n", "<!-- faults:end -->"
-	readme, err := os.ReadFile("../README.md")
+	const doc = "../docs/faults.md"
+	b, err := os.ReadFile(doc)
 	require.NoError(t, err)
-	s := string(readme)
+	s := string(b)
 	i, j := strings.Index(s, begin), strings.Index(s, end)
-	require.True(t, i >= 0 && j > i, "README.md has no fault table markers")
-	if os.Getenv("SKYNET_UPDATE_README") != "" {
+	require.True(t, i >= 0 && j > i, "docs/faults.md has no fault table markers")
+	if os.Getenv("SKYNET_UPDATE_DOCS") != "" {
 		s = s[:i+len(begin)] + table.String() + s[j:]
-		require.NoError(t, os.WriteFile("../README.md", []byte(s), 0o644))
+		require.NoError(t, os.WriteFile(doc, []byte(s), 0o644))
 		return
 	}
-	assert.Equal(t, table.String(), s[i+len(begin):j], "README's fault table is stale: run SKYNET_UPDATE_README=1 go test -run TestFaultCatalogue ./engine")
+	assert.Equal(t, table.String(), s[i+len(begin):j], "the fault table in docs/faults.md is stale: run SKYNET_UPDATE_DOCS=1 go test -run TestFaultCatalogue ./engine")
 }

@@ -23,6 +23,7 @@ func TestRewardExample(t *testing.T) {
 		"r3": {1, 1, 1, 1},
 		"r4": {0.7 + 0.2*0.25, 1, 0.25, 0},
 		"r5": {0.7, 1, 0, 0},
+		"r6": {0.7 + 0.2*0.8 + 0.1*(0.01/0.012), 1, 0.8, 0.01 / 0.012}, // the README's worked example
 	}
 	for _, c := range readCases(t, "../testdata/reward/cases.jsonl") {
 		r := e.Score(ctx, c)

@@ -173,7 +173,7 @@ func TestScoreRewardExampleSummary(t *testing.T) {
 	dir := "../../testdata/reward/"
 	code, out, errOut := skynet("score", "--metric", dir+"metric.py", "--data", dir+"cases.jsonl")
 	require.Equal(t, exitOK, code, errOut)
-	assert.Contains(t, errOut, "named scores: accuracy 0.8000 (5), cost 0.4667 (5), speed 0.5100 (5)")
+	assert.Contains(t, errOut, "named scores: accuracy 0.8333 (6), cost 0.5278 (6), speed 0.5583 (6)")
 	lines := resultLines(t, out)
 	assert.Equal(t, "Correct. Run time and cost were not measured, so the speed and cost parts are 0.", lines[4].Feedback)
 }
