@@ -115,6 +115,7 @@ SchedulerType=sched/backfill
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 ReturnToService=2
+KillWait=5
 StateSaveLocation=$d/state
 SlurmdSpoolDir=$d/spool
 SlurmctldPidFile=$d/slurmctld.pid
@@ -138,15 +139,26 @@ EOF
   skip "the node did not become idle within 30s (sinfo says: ${state:-nothing})"
 }
 
-# stop DIR: the daemons by the pids they wrote, never by name.
+# stop DIR: cancel what still runs (this cluster's jobs are all ours: a
+# slurmd shutting down leaves running steps alone), then the daemons by the
+# pids they wrote, never by name.
 stop() {
   local d=$1 f p i
-  [ -f "$d/slurm.conf" ] && SLURM_CONF="$d/slurm.conf" scontrol shutdown >/dev/null 2>&1 || true
+  [ -n "${sbatch_pid:-}" ] && kill "$sbatch_pid" 2>/dev/null
+  if [ -f "$d/slurm.conf" ]; then
+    export SLURM_CONF="$d/slurm.conf"
+    if [ -n "$(squeue -h -o %i 2>/dev/null)" ]; then
+      scancel --user="$(id -un)" 2>/dev/null || true
+      for i in $(seq 1 40); do [ -z "$(squeue -h -o %i 2>/dev/null)" ] && break; sleep 0.25; done
+    fi
+    scontrol shutdown >/dev/null 2>&1 || true
+  fi
   for f in "$d/slurmctld.pid" "$d/slurmd.pid" "$d/munge/munged.pid"; do
     p=$(cat "$f" 2>/dev/null) || continue
     [ -n "$p" ] || continue
     case $f in */munged.pid) kill "$p" 2>/dev/null || true ;; esac
     for i in $(seq 1 20); do kill -0 "$p" 2>/dev/null || break; sleep 0.25; done
+    kill "$p" 2>/dev/null && sleep 1
     kill -9 "$p" 2>/dev/null || true
   done
 }
@@ -164,7 +176,12 @@ submit() {
   local a
   for a in "$@"; do case $a in -o | -o* | --output | --output=*) out=() ;; esac; done
   local rc=0
-  timeout "${SLURM_LOCAL_TIMEOUT:-900}" sbatch --wait "${out[@]}" "$@" "$script" || rc=$?
+  # In the background, so a signal to this script runs its trap at once
+  # (bash runs traps only when a foreground child has exited).
+  timeout "${SLURM_LOCAL_TIMEOUT:-900}" sbatch --wait "${out[@]}" "$@" "$script" &
+  sbatch_pid=$!
+  wait "$sbatch_pid" || rc=$?
+  sbatch_pid=
   if [ "$rc" != 0 ]; then
     [ "$rc" = 124 ] && say "sbatch --wait did not return within ${SLURM_LOCAL_TIMEOUT:-900}s"
     for a in "$d"/log/slurm-*.out; do
