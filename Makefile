@@ -17,7 +17,7 @@ ifneq ($(PY),)
 override GO := build/pyenv.sh $(PY) $(GO)
 endif
 
-.PHONY: all deps build run check test test-pythons vet fmt-check docs-check asan bench bench-cli bench-cpu soak fuzz clean
+.PHONY: all deps build run check test test-slurm test-pythons vet fmt-check docs-check asan bench bench-cli bench-cpu soak fuzz clean
 
 all: build
 
@@ -50,6 +50,13 @@ test: deps fmt-check vet
 docs-check: deps
 	$(GO) test -count=1 -run '^TestDocs' ./cmd/skynet
 	$(GO) test -count=1 -run '^TestFaultCatalogue$$' ./engine
+
+# deploy/slurm/skynet-array.sbatch as a 4-task array under a real Slurm on
+# localhost (build/slurm-local.sh: root; installs slurm-wlm and munge with
+# apt-get), merged and compared with one skynet score run. It skips, saying
+# why, where Slurm cannot run.
+test-slurm: deps
+	SKYNET_SLURM_TEST=1 $(GO) test -count=1 -v -run TestSlurmArray ./cmd/skynet
 
 # go test ./... against each shared CPython 3.10-3.13 found (pyenv's, and
 # python3.1X on PATH), one line each; -race, ASan and fuzz stay in make test.
