@@ -30,9 +30,9 @@ type Batch struct {
 // Slot states.
 const (
 	SlotPending   = int(C.SKY_SLOT_PENDING)
-	SlotRunning   = int(C.SKY_SLOT_RUNNING)
+	slotRunning   = int(C.SKY_SLOT_RUNNING)
 	SlotDone      = int(C.SKY_SLOT_DONE)
-	SlotAbandoned = int(C.SKY_SLOT_ABANDONED)
+	slotAbandoned = int(C.SKY_SLOT_ABANDONED)
 )
 
 // NewBatch allocates a batch of n cases. Free it after ScoreBatch returns.

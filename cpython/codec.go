@@ -76,11 +76,11 @@ func (f Foreign) PythonType() string { return f.Type }
 // HugeInt is a Python int with more digits than Python converts to decimal
 // text (sys.get_int_max_str_digits(), 4300 by default): only its sign and
 // size cross the boundary. Past 300,000 digits the count may be off by one
-// (About is set then).
+// (String then says "about").
 type HugeInt struct {
 	Negative bool
 	Digits   int
-	About    bool
+	about    bool
 }
 
 // PythonType returns "int", for messages.
@@ -93,7 +93,7 @@ func (h HugeInt) String() string {
 	if h.Negative {
 		s = "a negative int of "
 	}
-	if h.About {
+	if h.about {
 		s += "about "
 	}
 	return s + strconv.Itoa(h.Digits) + " digits"
@@ -127,7 +127,8 @@ func Plain(v any) any {
 // maxDepth bounds nesting on both sides; C uses the same limit.
 const maxDepth = 256
 
-// Encoder builds a value buffer. The zero value is ready; Reset reuses it.
+// Encoder builds a value buffer: the encoded arguments of a call. The zero
+// value is ready to use; Bytes returns what was built.
 type Encoder struct {
 	buf []byte
 }
@@ -135,8 +136,8 @@ type Encoder struct {
 // Bytes returns the buffer built so far.
 func (e *Encoder) Bytes() []byte { return e.buf }
 
-// Reset empties the buffer, keeping its memory.
-func (e *Encoder) Reset() { e.buf = e.buf[:0] }
+// reset empties the buffer, keeping its memory.
+func (e *Encoder) reset() { e.buf = e.buf[:0] }
 
 // Value appends a Go value: nil, bool, integers, floats, string, []byte,
 // []any, Tuple, map[string]any (keys sorted), *Dict, json.RawMessage (JSON
@@ -154,8 +155,8 @@ func AppendValue(dst []byte, v any) ([]byte, error) {
 	return e.buf, err
 }
 
-// JSON appends one JSON text as a value, as Python's json.loads would build it.
-func (e *Encoder) JSON(src []byte) error {
+// rawJSON appends one JSON text as a value, as Python's json.loads would build it.
+func (e *Encoder) rawJSON(src []byte) error {
 	out, err := AppendJSON(e.buf, src)
 	if err != nil {
 		return err
@@ -265,7 +266,7 @@ func (e *Encoder) value(v any, depth int) error {
 			}
 		}
 	case json.RawMessage:
-		return e.JSON(x)
+		return e.rawJSON(x)
 	case json.Number:
 		return e.number(string(x))
 	case *big.Int:
@@ -480,7 +481,7 @@ func (d *decoder) value(depth int) (any, error) {
 			return nil, errors.New("value buffer: bad huge int")
 		}
 		d.i += k
-		return HugeInt{Negative: flags&1 != 0, Digits: int(n), About: flags&2 != 0}, nil
+		return HugeInt{Negative: flags&1 != 0, Digits: int(n), about: flags&2 != 0}, nil
 	case 's':
 		return d.str()
 	case 'y':

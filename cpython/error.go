@@ -19,8 +19,8 @@ func (e *Error) Error() string {
 	return e.Type + ": " + e.Message
 }
 
-// Interrupted reports whether the exception is the one Thread.Interrupt raises.
-func (e *Error) Interrupted() bool { return e.Type == "_skynet_host.Interrupted" }
+// interrupted reports whether the exception is the one Interrupt raises.
+func (e *Error) interrupted() bool { return e.Type == "_skynet_host.Interrupted" }
 
 // decodeError reads the three strings sky_fetch_error writes.
 func decodeError(b []byte) *Error {
