@@ -40,8 +40,8 @@ type Tuple []any
 
 // Dict is a Python dict in insertion order; keys may be any decoded value.
 type Dict struct {
-	Keys   []any
-	Values []any
+	Keys   []any // the keys, in insertion order
+	Values []any // Values[i] is the value of Keys[i]
 }
 
 // Get returns the value for a str key.
@@ -57,16 +57,16 @@ func (d *Dict) Get(key string) (any, bool) {
 // Foreign is a Python value with no Go counterpart, known by its type name
 // and a (bounded) repr.
 type Foreign struct {
-	Type string
-	Repr string
+	Type string // the Python type's name, e.g. "set"
+	Repr string // repr(value), cut to at most 200 bytes
 }
 
 // ScorePair is a score function's return value in its common shape,
 // (number, {"feedback": str[, "scores": {str: number}]}) with every number
 // finite, recognised and packed by C so the hot path skips a generic decode.
 type ScorePair struct {
-	Score    float64
-	Feedback string
+	Score    float64            // the first element
+	Feedback string             // the side info's "feedback"
 	Scores   map[string]float64 // nil when the side info has no "scores"
 }
 
@@ -78,9 +78,9 @@ func (f Foreign) PythonType() string { return f.Type }
 // size cross the boundary. Past 300,000 digits the count may be off by one
 // (String then says "about").
 type HugeInt struct {
-	Negative bool
-	Digits   int
-	about    bool
+	Negative bool // the int is below zero
+	Digits   int  // its count of decimal digits
+	about    bool // Digits is an estimate, possibly off by one
 }
 
 // PythonType returns "int", for messages.

@@ -12,6 +12,8 @@ type Error struct {
 	Traceback string // traceback.format_exception, for people; never for optimizers
 }
 
+// Error formats the exception as Python's last traceback line does:
+// "Type: message", or the type alone when the message is empty.
 func (e *Error) Error() string {
 	if e.Message == "" {
 		return e.Type

@@ -29,6 +29,7 @@ type jsonError struct {
 	msg    string
 }
 
+// Error says where the input went wrong and how.
 func (e *jsonError) Error() string {
 	return fmt.Sprintf("invalid JSON at byte %d: %s", e.offset, e.msg)
 }
@@ -337,7 +338,7 @@ func validWTF8(b []byte) bool {
 
 // Member is one key of a JSON object and the raw text of its value.
 type Member struct {
-	Key   string
+	Key   string // the member's name, unescaped
 	Value []byte // a sub-slice of the input
 }
 
