@@ -27,12 +27,18 @@ type Batch struct {
 	slots []C.sky_slot // b's slots, viewed from Go without a crossing
 }
 
-// Slot states.
+// Slot states, as Batch.State and SlotView.State report them. A slot goes
+// from pending to running to done; Claim takes a pending one back.
 const (
-	SlotPending   = int(C.SKY_SLOT_PENDING)
-	SlotRunning   = int(C.SKY_SLOT_RUNNING)
-	SlotDone      = int(C.SKY_SLOT_DONE)
-	SlotAbandoned = int(C.SKY_SLOT_ABANDONED)
+	// SlotPending: the case has not started (or was left for another
+	// interpreter, see Batch.Refused); Claim can take it back.
+	SlotPending = int(C.SKY_SLOT_PENDING)
+	// slotRunning: the case is being called now.
+	slotRunning = int(C.SKY_SLOT_RUNNING)
+	// SlotDone: the case finished; its SlotView may be read.
+	SlotDone = int(C.SKY_SLOT_DONE)
+	// slotAbandoned: the case was claimed and will not run.
+	slotAbandoned = int(C.SKY_SLOT_ABANDONED)
 )
 
 // NewBatch allocates a batch of n cases. Free it after ScoreBatch returns.
@@ -100,14 +106,14 @@ func (b *Batch) Current() (int, time.Duration) {
 // by the score value (OK) or error; when run itself failed (RunFailed), Data
 // is run's error alone.
 type SlotView struct {
-	State     int
-	OK        bool // Data is an encoded value; otherwise an encoded error
-	RunFailed bool
+	State     int           // the slot's state: SlotDone once the case finished
+	OK        bool          // Data is an encoded value; otherwise an encoded error
+	RunFailed bool          // run itself raised: Data is run's error alone
 	RunTime   time.Duration // run's wall time; -1 when no program ran
-	Data      []byte
-	Logs      []byte
-	Cut       bool // Logs were cut at the limit
-	Elapsed   time.Duration
+	Data      []byte        // the outcome, for Decode, DecodeOutcome or DecodeScorePair
+	Logs      []byte        // what the case wrote to sys.stdout/sys.stderr (Capture mode)
+	Cut       bool          // Logs were cut at the limit
+	Elapsed   time.Duration // the case's wall time, run and score together
 }
 
 // Slot views case i. For a batch whose ScoreBatch call has returned, any
@@ -179,9 +185,9 @@ func AllowWrites(dir string) error {
 // after another in Buf, Offsets[i*nargs+k] where case i's argument k starts,
 // and IDs naming each value in an ArgCache (-1: not cached).
 type BatchArgs struct {
-	Buf     []byte
-	Offsets []uint64
-	IDs     []int32
+	Buf     []byte   // the argument values, encoded one after another
+	Offsets []uint64 // where each argument starts in Buf, nargs per case
+	IDs     []int32  // each argument's ArgCache id (-1: not cached); nil: none cached
 }
 
 // ScoreBatch calls fn on every pending case of b under one GIL hold, with

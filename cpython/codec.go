@@ -40,8 +40,8 @@ type Tuple []any
 
 // Dict is a Python dict in insertion order; keys may be any decoded value.
 type Dict struct {
-	Keys   []any
-	Values []any
+	Keys   []any // the keys, in insertion order
+	Values []any // Values[i] is the value of Keys[i]
 }
 
 // Get returns the value for a str key.
@@ -57,16 +57,16 @@ func (d *Dict) Get(key string) (any, bool) {
 // Foreign is a Python value with no Go counterpart, known by its type name
 // and a (bounded) repr.
 type Foreign struct {
-	Type string
-	Repr string
+	Type string // the Python type's name, e.g. "set"
+	Repr string // repr(value), cut to at most 200 bytes
 }
 
 // ScorePair is a score function's return value in its common shape,
 // (number, {"feedback": str[, "scores": {str: number}]}) with every number
 // finite, recognised and packed by C so the hot path skips a generic decode.
 type ScorePair struct {
-	Score    float64
-	Feedback string
+	Score    float64            // the first element
+	Feedback string             // the side info's "feedback"
 	Scores   map[string]float64 // nil when the side info has no "scores"
 }
 
@@ -76,11 +76,11 @@ func (f Foreign) PythonType() string { return f.Type }
 // HugeInt is a Python int with more digits than Python converts to decimal
 // text (sys.get_int_max_str_digits(), 4300 by default): only its sign and
 // size cross the boundary. Past 300,000 digits the count may be off by one
-// (About is set then).
+// (String then says "about").
 type HugeInt struct {
-	Negative bool
-	Digits   int
-	About    bool
+	Negative bool // the int is below zero
+	Digits   int  // its count of decimal digits
+	about    bool // Digits is an estimate, possibly off by one
 }
 
 // PythonType returns "int", for messages.
@@ -93,7 +93,7 @@ func (h HugeInt) String() string {
 	if h.Negative {
 		s = "a negative int of "
 	}
-	if h.About {
+	if h.about {
 		s += "about "
 	}
 	return s + strconv.Itoa(h.Digits) + " digits"
@@ -127,7 +127,8 @@ func Plain(v any) any {
 // maxDepth bounds nesting on both sides; C uses the same limit.
 const maxDepth = 256
 
-// Encoder builds a value buffer. The zero value is ready; Reset reuses it.
+// Encoder builds a value buffer: the encoded arguments of a call. The zero
+// value is ready to use; Bytes returns what was built.
 type Encoder struct {
 	buf []byte
 }
@@ -135,8 +136,8 @@ type Encoder struct {
 // Bytes returns the buffer built so far.
 func (e *Encoder) Bytes() []byte { return e.buf }
 
-// Reset empties the buffer, keeping its memory.
-func (e *Encoder) Reset() { e.buf = e.buf[:0] }
+// reset empties the buffer, keeping its memory.
+func (e *Encoder) reset() { e.buf = e.buf[:0] }
 
 // Value appends a Go value: nil, bool, integers, floats, string, []byte,
 // []any, Tuple, map[string]any (keys sorted), *Dict, json.RawMessage (JSON
@@ -154,8 +155,8 @@ func AppendValue(dst []byte, v any) ([]byte, error) {
 	return e.buf, err
 }
 
-// JSON appends one JSON text as a value, as Python's json.loads would build it.
-func (e *Encoder) JSON(src []byte) error {
+// rawJSON appends one JSON text as a value, as Python's json.loads would build it.
+func (e *Encoder) rawJSON(src []byte) error {
 	out, err := AppendJSON(e.buf, src)
 	if err != nil {
 		return err
@@ -265,7 +266,7 @@ func (e *Encoder) value(v any, depth int) error {
 			}
 		}
 	case json.RawMessage:
-		return e.JSON(x)
+		return e.rawJSON(x)
 	case json.Number:
 		return e.number(string(x))
 	case *big.Int:
@@ -480,7 +481,7 @@ func (d *decoder) value(depth int) (any, error) {
 			return nil, errors.New("value buffer: bad huge int")
 		}
 		d.i += k
-		return HugeInt{Negative: flags&1 != 0, Digits: int(n), About: flags&2 != 0}, nil
+		return HugeInt{Negative: flags&1 != 0, Digits: int(n), about: flags&2 != 0}, nil
 	case 's':
 		return d.str()
 	case 'y':

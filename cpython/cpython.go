@@ -36,16 +36,17 @@ type Config struct {
 	// Executable is the python binary whose installation (or virtualenv) to
 	// use, e.g. "/path/venv/bin/python". Empty: $VIRTUAL_ENV/bin/python when
 	// VIRTUAL_ENV is set, else the python3.X of the installation libpython
-	// belongs to (InstalledPython). It becomes sys.executable, so
+	// belongs to (its sysconfig BINDIR, found from where libpython was
+	// loaded). It becomes sys.executable, so
 	// subprocess.run([sys.executable, ...]) and multiprocessing's spawn
 	// start that Python.
 	Executable string
 	// Home overrides the standard library location (PYTHONHOME semantics).
 	Home string
-	// Argv becomes sys.argv; empty means [""], CPython's own sys.argv for
+	// argv becomes sys.argv; empty means [""], CPython's own sys.argv for
 	// an embedded interpreter (and for python with no script): no script
 	// is running, and sys.argv[0] is where Python code looks for one.
-	Argv []string
+	argv []string
 	// MemoryLimit caps the bytes Python code may hold (0: no cap); past it,
 	// allocations raise MemoryError. Python's own allocator is replaced by
 	// malloc underneath, so it costs some speed: opt-in.
@@ -59,9 +60,9 @@ var (
 	initErr    error
 )
 
-// ErrConfigConflict is returned when the interpreter is already running with
+// errConfigConflict is returned when the interpreter is already running with
 // another configuration: there is one per process.
-var ErrConfigConflict = errors.New("cpython: the interpreter is already initialised with a different Python configuration (one per process)")
+var errConfigConflict = errors.New("cpython: the interpreter is already initialised with a different Python configuration (one per process)")
 
 // Initialize starts the interpreter. Later calls with an equal (resolved)
 // config return the first call's result; a different config is an error.
@@ -71,7 +72,7 @@ func Initialize(cfg Config) error {
 	defer initMu.Unlock()
 	if initDone {
 		if initErr == nil && !sameConfig(cfg, initConfig) {
-			return ErrConfigConflict
+			return errConfigConflict
 		}
 		return initErr
 	}
@@ -80,8 +81,8 @@ func Initialize(cfg Config) error {
 	return initErr
 }
 
-// Initialized reports whether the interpreter is running.
-func Initialized() bool {
+// initialized reports whether the interpreter is running.
+func initialized() bool {
 	initMu.Lock()
 	defer initMu.Unlock()
 	return initDone && initErr == nil
@@ -92,16 +93,16 @@ func resolve(cfg Config) Config {
 		if venv := os.Getenv("VIRTUAL_ENV"); venv != "" {
 			cfg.Executable = filepath.Join(venv, "bin", "python")
 		} else {
-			cfg.Executable = InstalledPython()
+			cfg.Executable = installedPython()
 		}
 	}
-	if len(cfg.Argv) == 0 {
-		cfg.Argv = []string{""}
+	if len(cfg.argv) == 0 {
+		cfg.argv = []string{""}
 	}
 	return cfg
 }
 
-// InstalledPython is the python executable of the installation the loaded
+// installedPython is the python executable of the installation the loaded
 // libpython belongs to, its sysconfig BINDIR/python3.X: e.g.
 // /usr/bin/python3.11 for Debian's libpython3.11 in /usr/lib/<triplet>,
 // <prefix>/bin/python3.12 for a pyenv or /usr/local build. It is found as
@@ -114,7 +115,7 @@ func resolve(cfg Config) Config {
 // Without it, PyConfig.program_name defaults to argv[0], so sys.executable
 // was the metric's path; and the bare default, "python3", would be whatever
 // PATH holds (a pyenv shim, another version).
-func InstalledPython() string {
+func installedPython() string {
 	lib := Version().Library
 	if lib == "" {
 		return ""
@@ -165,7 +166,7 @@ func initialize(cfg Config) error {
 
 func initializeLocked(cfg Config) error {
 
-	cstrs := make([]*C.char, 0, len(cfg.Argv)+3)
+	cstrs := make([]*C.char, 0, len(cfg.argv)+3)
 	defer func() {
 		for _, s := range cstrs {
 			C.free(unsafe.Pointer(s))
@@ -176,10 +177,10 @@ func initializeLocked(cfg Config) error {
 		cstrs = append(cstrs, c)
 		return c
 	}
-	argv := (**C.char)(C.malloc(C.size_t(len(cfg.Argv)) * C.size_t(unsafe.Sizeof((*C.char)(nil)))))
+	argv := (**C.char)(C.malloc(C.size_t(len(cfg.argv)) * C.size_t(unsafe.Sizeof((*C.char)(nil)))))
 	defer C.free(unsafe.Pointer(argv))
-	args := unsafe.Slice(argv, len(cfg.Argv))
-	for i, a := range cfg.Argv {
+	args := unsafe.Slice(argv, len(cfg.argv))
+	for i, a := range cfg.argv {
 		args[i] = cstr(a)
 	}
 	var errBuf C.sky_buf
@@ -193,7 +194,7 @@ func initializeLocked(cfg Config) error {
 		// is looked up on PATH.
 		program = "python" + PythonVersion()
 	}
-	if C.sky_initialize(cstr(program), cstr(cfg.Home), C.int(len(cfg.Argv)), argv,
+	if C.sky_initialize(cstr(program), cstr(cfg.Home), C.int(len(cfg.argv)), argv,
 		cstr(hostSource), C.size_t(cfg.MemoryLimit), &errBuf) != 0 {
 		if err := decodeError(bufBytes(&errBuf)); err != nil {
 			return fmt.Errorf("cpython: starting the interpreter: %w", err)

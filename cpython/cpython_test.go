@@ -18,7 +18,7 @@ import (
 func TestMain(m *testing.M) {
 	// faulthandler must stay off whatever the environment says (EMBEDDING.md #3).
 	os.Setenv("PYTHONFAULTHANDLER", "1")
-	if err := Initialize(Config{Argv: []string{"metric.py"}}); err != nil {
+	if err := Initialize(Config{argv: []string{"metric.py"}}); err != nil {
 		panic(err)
 	}
 	os.Exit(m.Run())
@@ -215,7 +215,7 @@ func TestInterruptStopsBusyLoopAndDoesNotLeak(t *testing.T) {
 	g := function(t, "g", "def g(n):\n    return n\n")
 	defer release(f, g)
 	c := newCaller(t)
-	token := NewToken()
+	token := newToken()
 	go func() {
 		time.Sleep(50 * time.Millisecond)
 		Interrupt(token)
@@ -226,11 +226,11 @@ func TestInterruptStopsBusyLoopAndDoesNotLeak(t *testing.T) {
 	_, err := c.Call(f, e.Bytes(), 1, token, false, 0)
 	pe, ok := AsError(err)
 	require.True(t, ok)
-	assert.True(t, pe.Interrupted(), pe.Error())
+	assert.True(t, pe.interrupted(), pe.Error())
 	assert.Less(t, time.Since(start), 5*time.Second)
 	// A late interrupt for a finished call must not hit the next call.
 	assert.False(t, Interrupt(token))
-	v, err := c.Call(g, e.Bytes(), 1, NewToken(), false, 0)
+	v, err := c.Call(g, e.Bytes(), 1, newToken(), false, 0)
 	require.NoError(t, err)
 	assert.Equal(t, int64(0), v)
 }
@@ -243,14 +243,14 @@ func TestCaptureIsPerCallAndBounded(t *testing.T) {
 	require.NoError(t, e.Value(3))
 	_, err := c.Call(f, e.Bytes(), 1, 0, true, 0)
 	require.NoError(t, err)
-	logs, cut := c.Logs()
+	logs, cut := c.logs()
 	assert.Equal(t, "xxx\nerr\n", logs)
 	assert.False(t, cut)
-	e.Reset()
+	e.reset()
 	require.NoError(t, e.Value(100_000))
 	_, err = c.Call(f, e.Bytes(), 1, 0, true, 0)
 	require.NoError(t, err)
-	logs, cut = c.Logs()
+	logs, cut = c.logs()
 	assert.Len(t, logs, 64<<10)
 	assert.True(t, cut)
 }
@@ -287,7 +287,7 @@ def f():
 		exe, _ := d.Get("executable")
 		bindir, _ := d.Get("bindir_python")
 		assert.Equal(t, bindir, exe)
-		assert.Equal(t, InstalledPython(), exe)
+		assert.Equal(t, installedPython(), exe)
 	})
 }
 
@@ -297,12 +297,12 @@ func TestNoReferenceLeak(t *testing.T) {
 	defer release(f, blocks)
 	c := newCaller(t)
 	var e Encoder
-	require.NoError(t, e.JSON([]byte(`{"question": "q", "n": [1, 2, 3]}`)))
+	require.NoError(t, e.rawJSON([]byte(`{"question": "q", "n": [1, 2, 3]}`)))
 	require.NoError(t, e.Value("out"))
 	require.NoError(t, e.Value(map[string]any{"label": "x"}))
 	run := func(n int) {
 		for i := 0; i < n; i++ {
-			_, err := c.Call(f, e.Bytes(), 3, NewToken(), true, 0)
+			_, err := c.Call(f, e.Bytes(), 3, newToken(), true, 0)
 			require.NoError(t, err)
 		}
 	}
@@ -326,7 +326,7 @@ func TestConcurrentCallers(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c, err := NewCaller(0)
+			c, err := newMainCaller(0)
 			require.NoError(t, err)
 			defer c.Close()
 			for j := 0; j < 2000; j++ {
@@ -343,5 +343,5 @@ func TestConcurrentCallers(t *testing.T) {
 
 func TestSecondInitializeWithOtherConfigFails(t *testing.T) {
 	assert.NoError(t, Initialize(Config{}))
-	assert.ErrorIs(t, Initialize(Config{Executable: os.Args[0]}), ErrConfigConflict)
+	assert.ErrorIs(t, Initialize(Config{Executable: os.Args[0]}), errConfigConflict)
 }

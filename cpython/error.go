@@ -12,6 +12,8 @@ type Error struct {
 	Traceback string // traceback.format_exception, for people; never for optimizers
 }
 
+// Error formats the exception as Python's last traceback line does:
+// "Type: message", or the type alone when the message is empty.
 func (e *Error) Error() string {
 	if e.Message == "" {
 		return e.Type
@@ -19,8 +21,8 @@ func (e *Error) Error() string {
 	return e.Type + ": " + e.Message
 }
 
-// Interrupted reports whether the exception is the one Thread.Interrupt raises.
-func (e *Error) Interrupted() bool { return e.Type == "_skynet_host.Interrupted" }
+// interrupted reports whether the exception is the one Interrupt raises.
+func (e *Error) interrupted() bool { return e.Type == "_skynet_host.Interrupted" }
 
 // decodeError reads the three strings sky_fetch_error writes.
 func decodeError(b []byte) *Error {

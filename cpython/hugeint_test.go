@@ -57,7 +57,7 @@ def f(which):
 func TestHugeIntDecode(t *testing.T) {
 	v, err := Decode([]byte{'H', 3, 0x80, 0x01})
 	require.NoError(t, err)
-	assert.Equal(t, HugeInt{Negative: true, About: true, Digits: 128}, v)
+	assert.Equal(t, HugeInt{Negative: true, about: true, Digits: 128}, v)
 	assert.Equal(t, "a negative int of about 128 digits", v.(HugeInt).String())
 	for _, b := range [][]byte{{'H'}, {'H', 0}, {'H', 4, 1}, {'H', 0, 0x80}} {
 		_, err := Decode(b)

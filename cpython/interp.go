@@ -31,7 +31,7 @@ var mainInterp Interp
 
 // Main is the main interpreter, once Initialize has succeeded; else nil.
 func Main() *Interp {
-	if !Initialized() {
+	if !initialized() {
 		return nil
 	}
 	return &mainInterp
@@ -40,8 +40,8 @@ func Main() *Interp {
 // Index is the interpreter's place among the process's: 0 for the main one.
 func (i *Interp) Index() int { return i.index }
 
-// ID is CPython's interpreter id (0 for the main interpreter).
-func (i *Interp) ID() int64 { return int64(C.sky_interp_id(i.in)) }
+// id is CPython's interpreter id (0 for the main interpreter).
+func (i *Interp) id() int64 { return int64(C.sky_interp_id(i.in)) }
 
 // SubInterpreters reports whether this CPython can run sub-interpreters with
 // their own GIL (3.12 and later).
@@ -57,7 +57,7 @@ var newInterpMu sync.Mutex
 // single-phase init (numpy today) refuse to import in it: their import raises
 // ImportError there, and callers fall back to the main interpreter.
 func NewInterp() (*Interp, error) {
-	if !Initialized() {
+	if !initialized() {
 		return nil, errors.New("cpython: interpreter not initialised")
 	}
 	if !SubInterpreters() {

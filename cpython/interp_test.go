@@ -43,7 +43,7 @@ func functionIn(t *testing.T, in *Interp, name, source string) *Object {
 
 func TestSubInterpretersAreSeparate(t *testing.T) {
 	ins := subInterps(t, 2)
-	assert.NotEqual(t, ins[0].ID(), ins[1].ID())
+	assert.NotEqual(t, ins[0].id(), ins[1].id())
 	assert.NotZero(t, ins[0].Index())
 	src := "import sys, threading\nseen = []\ndef f(x):\n    seen.append(x)\n    return [len(seen), threading.get_ident() != 0, type(sys.stdout).__name__]\n"
 	fa := functionIn(t, ins[0], "f", src)
@@ -69,7 +69,7 @@ func TestSubInterpreterErrorsAndCapture(t *testing.T) {
 	require.True(t, ok, "%v", err)
 	assert.Equal(t, "ZeroDivisionError", pe.Type)
 	assert.Contains(t, pe.Traceback, "line 3, in f", "the traceback is formatted in the sub-interpreter")
-	logs, _ := c.Logs()
+	logs, _ := c.logs()
 	assert.Equal(t, "hello from 0\n", logs)
 }
 
@@ -104,7 +104,7 @@ func TestInterruptReachesSubInterpreter(t *testing.T) {
 	in := subInterps(t, 1)[0]
 	fn := functionIn(t, in, "f", "def f(x):\n    while True:\n        pass\n")
 	c := newCallerIn(t, in, 0)
-	tok := NewToken()
+	tok := newToken()
 	go func() {
 		time.Sleep(50 * time.Millisecond)
 		for !Interrupt(tok) {
@@ -114,7 +114,7 @@ func TestInterruptReachesSubInterpreter(t *testing.T) {
 	_, err := c.Call(fn, encode(t, 1), 1, tok, false, 0)
 	pe, ok := AsError(err)
 	require.True(t, ok, "%v", err)
-	assert.True(t, pe.Interrupted(), "got %v", pe)
+	assert.True(t, pe.interrupted(), "got %v", pe)
 	// The caller's thread state is clean: the next call runs normally.
 	ok2 := functionIn(t, in, "g", "def g(x):\n    return x + 1\n")
 	v, err := c.Call(ok2, encode(t, 1), 1, 0, false, 0)

@@ -23,14 +23,15 @@ func AppendJSON(dst, src []byte) ([]byte, error) {
 	return p.out, nil
 }
 
-// JSONError is a JSON syntax error at a byte offset of the input.
-type JSONError struct {
-	Offset int
-	Msg    string
+// jsonError is a JSON syntax error at a byte offset of the input.
+type jsonError struct {
+	offset int
+	msg    string
 }
 
-func (e *JSONError) Error() string {
-	return fmt.Sprintf("invalid JSON at byte %d: %s", e.Offset, e.Msg)
+// Error says where the input went wrong and how.
+func (e *jsonError) Error() string {
+	return fmt.Sprintf("invalid JSON at byte %d: %s", e.offset, e.msg)
 }
 
 type jsonParser struct {
@@ -40,7 +41,7 @@ type jsonParser struct {
 }
 
 func (p *jsonParser) errorf(format string, args ...any) error {
-	return &JSONError{Offset: p.i, Msg: fmt.Sprintf(format, args...)}
+	return &jsonError{offset: p.i, msg: fmt.Sprintf(format, args...)}
 }
 
 func (p *jsonParser) space() {
@@ -195,7 +196,7 @@ func (p *jsonParser) number() error {
 	}
 	e := Encoder{buf: p.out}
 	if err := e.number(string(p.src[start:p.i])); err != nil {
-		return &JSONError{Offset: start, Msg: err.Error()}
+		return &jsonError{offset: start, msg: err.Error()}
 	}
 	p.out = e.buf
 	return nil
@@ -211,7 +212,7 @@ func (p *jsonParser) string() error {
 		if c == '"' {
 			s := p.src[start:p.i]
 			if !utf8.Valid(s) {
-				return &JSONError{Offset: start, Msg: "string is not valid UTF-8"}
+				return &jsonError{offset: start, msg: "string is not valid UTF-8"}
 			}
 			p.out = binary.AppendUvarint(p.out, uint64(len(s)))
 			p.out = append(p.out, s...)
@@ -237,7 +238,7 @@ func (p *jsonParser) string() error {
 		case c == '"':
 			p.i++
 			if !utf8.Valid(buf) && !validWTF8(buf) {
-				return &JSONError{Offset: start, Msg: "string is not valid UTF-8"}
+				return &jsonError{offset: start, msg: "string is not valid UTF-8"}
 			}
 			p.out = binary.AppendUvarint(p.out, uint64(len(buf)))
 			p.out = append(p.out, buf...)
@@ -337,7 +338,7 @@ func validWTF8(b []byte) bool {
 
 // Member is one key of a JSON object and the raw text of its value.
 type Member struct {
-	Key   string
+	Key   string // the member's name, unescaped
 	Value []byte // a sub-slice of the input
 }
 

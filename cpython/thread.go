@@ -20,8 +20,8 @@ import (
 
 var tokens atomic.Uint64
 
-// NewToken returns a process-unique, non-zero call token for Call/Interrupt.
-func NewToken() uint64 { return tokens.Add(1) }
+// newToken returns a process-unique, non-zero call token for Call/Interrupt.
+func newToken() uint64 { return tokens.Add(1) }
 
 // Interrupt raises _skynet_host.Interrupted in the call with this token if it
 // is still running. Safe from any goroutine. It waits for the GIL, so it does
@@ -37,10 +37,10 @@ type Caller struct {
 	s *C.sky_scratch
 }
 
-// NewCaller returns a Caller into the main interpreter whose calls keep at
+// newMainCaller returns a Caller into the main interpreter whose calls keep at
 // most logsLimit bytes of output.
-func NewCaller(logsLimit int) (*Caller, error) {
-	if !Initialized() {
+func newMainCaller(logsLimit int) (*Caller, error) {
+	if !initialized() {
 		return nil, errors.New("cpython: interpreter not initialised")
 	}
 	return mainInterp.NewCaller(logsLimit)
@@ -73,11 +73,15 @@ func cbytes(b []byte) (*C.char, C.size_t) {
 	return (*C.char)(unsafe.Pointer(&b[0])), C.size_t(len(b))
 }
 
-// Call takes the GIL, calls fn with nargs values from args (an Encoder's
-// buffer), releases the GIL and returns the decoded result: one cgo crossing.
-// With capture set, what the call writes to sys.stdout and sys.stderr is kept
-// for Logs. token (from NewToken) lets Interrupt target the call; 0 makes it
-// uninterruptible. context is handed to native callbacks (see Context).
+// Call makes one call outside a batch (the engine's scheduler uses
+// ScoreBatch): it takes the GIL, calls fn with nargs values from args (an
+// Encoder's buffer), releases the GIL and returns the decoded result, in one
+// cgo crossing. With capture set, what the call writes to sys.stdout and
+// sys.stderr is kept in the Caller, up to its logs limit, instead of reaching
+// the process's streams. token (from NewTokens) lets Interrupt target the
+// call; 0 makes it uninterruptible. context is handed to native callbacks as
+// ScoreBatch's is (skynetmod passes a Slot's Handle); they read it from the
+// running thread's state (sky_current_thread in host.h).
 func (c *Caller) Call(fn *Object, args []byte, nargs int, token uint64, capture bool, context uintptr) (any, error) {
 	p, n := cbytes(args)
 	rc := C.sky_call_gil(c.s, fn.p, p, n, C.int(nargs), C.uint64_t(token), cbool(capture), C.uintptr_t(context))
@@ -104,15 +108,15 @@ func (c *Caller) result(rc C.int) (any, error) {
 	return nil, decodeError(c.out())
 }
 
-// Logs returns the output captured by the last capturing call and whether it
+// logs returns the output captured by the last capturing call and whether it
 // was cut at the limit.
-func (c *Caller) Logs() (string, bool) {
+func (c *Caller) logs() (string, bool) {
 	return string(bufBytes(&c.s.logs)), c.s.logs_truncated != 0
 }
 
-// Context returns the context value of the call running on this OS thread,
+// currentContext returns the context value of the call running on this OS thread,
 // or 0. Native module functions use it to find the current case.
-func Context() uintptr {
+func currentContext() uintptr {
 	t := C.sky_current_thread()
 	if t == nil {
 		return 0
@@ -128,7 +132,7 @@ type GIL struct {
 // WithGIL runs fn on this goroutine's OS thread with the main interpreter's
 // GIL held. Not for the hot path: it pins the goroutine for fn's duration.
 func WithGIL(fn func(g *GIL)) error {
-	if !Initialized() {
+	if !initialized() {
 		return errors.New("cpython: interpreter not initialised")
 	}
 	return mainInterp.WithGIL(fn)
@@ -229,8 +233,8 @@ func (g *GIL) Attr(obj *Object, name string) (*Object, error) {
 	return &Object{p: res}, nil
 }
 
-// Value decodes obj into Go values.
-func (g *GIL) Value(obj *Object) (any, error) {
+// value decodes obj into Go values.
+func (g *GIL) value(obj *Object) (any, error) {
 	if C.sky_encode_obj(g.c.s, obj.p) != C.SKY_OK {
 		return nil, decodeError(g.c.out())
 	}

@@ -47,13 +47,13 @@ func ptr[T any](v T) *T { return &v }
 // call runs fn() as a case with obs as its observation.
 func call(t *testing.T, fn *cpython.Object, obs *Observation) (any, error) {
 	t.Helper()
-	c, err := cpython.NewCaller(1 << 10)
+	c, err := cpython.Main().NewCaller(1 << 10)
 	require.NoError(t, err)
 	defer c.Close()
 	slot := NewSlot()
 	defer slot.Close()
 	slot.Set([]*Observation{obs})
-	return c.Call(fn, nil, 0, cpython.NewToken(), true, slot.Handle())
+	return c.Call(fn, nil, 0, cpython.NewTokens(1), true, slot.Handle())
 }
 
 func jsonOf(t *testing.T, v any) string {
@@ -80,7 +80,7 @@ def f():
 
 func TestOutsideACaseIsAnError(t *testing.T) {
 	fn := function(t, "f", "import skynet\ndef f():\n    return skynet.observation()\n")
-	c, err := cpython.NewCaller(0)
+	c, err := cpython.Main().NewCaller(0)
 	require.NoError(t, err)
 	defer c.Close()
 	_, err = c.Call(fn, nil, 0, 0, false, 0)
@@ -202,7 +202,7 @@ def f():
     return out
 `)
 	var got []llm.Request
-	c, err := cpython.NewCaller(0)
+	c, err := cpython.Main().NewCaller(0)
 	require.NoError(t, err)
 	defer c.Close()
 	slot := NewSlot()
@@ -215,7 +215,7 @@ def f():
 		}
 		return "PASS because " + req.Input, nil
 	})
-	v, err := c.Call(fn, nil, 0, cpython.NewToken(), false, slot.Handle())
+	v, err := c.Call(fn, nil, 0, cpython.NewTokens(1), false, slot.Handle())
 	require.NoError(t, err)
 	assert.Equal(t, []any{
 		"PASS because 2+2=4",
@@ -243,7 +243,7 @@ def f(stub):
 `)
 	var e cpython.Encoder
 	require.NoError(t, e.Value(Stub))
-	c, err := cpython.NewCaller(0)
+	c, err := cpython.Main().NewCaller(0)
 	require.NoError(t, err)
 	defer c.Close()
 	v, err := c.Call(fn, e.Bytes(), 1, 0, false, 0)
@@ -338,7 +338,7 @@ def f():
 			}
 			return "PASS " + req.Input, nil
 		})
-		v, err := c.Call(fn, nil, 0, cpython.NewToken(), false, slot.Handle())
+		v, err := c.Call(fn, nil, 0, cpython.NewTokens(1), false, slot.Handle())
 		slot.Close()
 		c.Close()
 		require.NoError(t, err)
