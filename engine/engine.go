@@ -275,7 +275,7 @@ func Open(opts Options) (*Engine, error) {
 		Executable:  opts.PythonExecutable,
 		Home:        opts.PythonHome,
 		MemoryLimit: opts.PythonMemoryLimit,
-		// Argv stays CPython's embedded default, [""]: the metric is
+		// sys.argv stays CPython's embedded default, [""]: the metric is
 		// imported as a module, not run as the script sys.argv[0] names.
 	}); err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
