@@ -38,6 +38,7 @@ type Observation = skynetmod.Observation
 // Result is the outcome of one case. Exactly one Result comes out of every
 // Case that goes in.
 type Result struct {
+	// ID is the Case's ID, so results can be matched to cases.
 	ID string
 	// Score is the metric's score; 0 when Err is set, so an optimizer that
 	// averages scores counts a failed case as a failure.
@@ -91,12 +92,18 @@ const (
 
 // CaseError says why a case has no score.
 type CaseError struct {
-	Kind    ErrorKind
+	// Kind classifies the failure, for callers that count or retry by it.
+	Kind ErrorKind
+	// Message names the case, the rule broken and what was found, e.g.
+	// "case 2: metric's return value: score must be a number, got str '0.8'".
 	Message string
 	// Traceback is the Python traceback, for the user's results file only.
 	Traceback string
+
+	fix string // how to change the metric, for Check.Fix
 }
 
+// Error is the kind and the message: "contract: case 2: ...".
 func (e *CaseError) Error() string { return fmt.Sprintf("%s: %s", e.Kind, e.Message) }
 
 // failed builds the Result of a failed case; its feedback is the message.

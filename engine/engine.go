@@ -29,12 +29,12 @@ import (
 	"github.com/skynetml/skynet/reward"
 )
 
-// Limits of the metric contract.
+// Defaults and limits of Options (SPEC §1).
 const (
-	DefaultTimeout = 60 * time.Second
-	MaxTimeout     = 600 * time.Second
-	DefaultSamples = 3
-	DefaultLogs    = 64 << 10
+	DefaultTimeout = 60 * time.Second  // Options.Timeout when 0
+	MaxTimeout     = 600 * time.Second // the largest Timeout or RunTimeout Open accepts
+	DefaultSamples = 3                 // Options.Samples when 0
+	DefaultLogs    = 64 << 10          // Options.LogsLimit when 0, in bytes
 
 	// argCacheBytes bounds the encoded size of argument values whose Python
 	// objects are kept for reuse.
@@ -93,7 +93,8 @@ type Options struct {
 	LLM *llm.Client
 }
 
-// Engine scores cases with one loaded metric.
+// Engine scores cases with one loaded metric (and program, for Evaluate).
+// Open makes one; its methods are safe for concurrent use; Close frees it.
 type Engine struct {
 	path         string
 	module       string // unique sys.modules name of the metric
@@ -264,7 +265,7 @@ func Open(opts Options) (*Engine, error) {
 		if err == nil {
 			msg = fmt.Sprintf("%s is a directory, not a metric file", opts.Metric)
 		}
-		return nil, &CheckError{Checks: []Check{{Name: CheckLoads, Message: msg}}}
+		return nil, &CheckError{Checks: []Check{{Name: CheckLoads, Message: msg}}, err: err}
 	}
 	if e.llm = opts.LLM; e.llm == nil {
 		if e.llm, err = EnvLLM(); err != nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -114,8 +115,19 @@ func TestReturnValueTable(t *testing.T) {
 			assert.Equal(t, CheckReturnValue, rv.Name)
 			assert.False(t, rv.OK)
 			assert.Equal(t, "t1", rv.Case)
-			// Three samples, each failing the same way, reported once.
-			assert.Equal(t, want+" (also case t2, t3)", rv.Message)
+			// Three samples, each failing the same way, reported once, and
+			// the check's message does not repeat its case or name.
+			found := strings.TrimPrefix(strings.TrimPrefix(want, "case t1: "), CheckReturnValue+": ")
+			assert.Equal(t, found+" (also case t2, t3)", rv.Message)
+			if strings.Contains(want, "pair") || strings.Contains(want, "side info must be a dict") || strings.Contains(want, `"feedback"`) {
+				assert.Equal(t, `return score, {"feedback": "..."}`, rv.Fix, "a wrong shape shows the contract's line")
+			}
+			if strings.Contains(want, "score must be a number") {
+				assert.Equal(t, `return float(score), {"feedback": "..."}`, rv.Fix)
+			}
+			if strings.Contains(want, "finite") || strings.Contains(want, "named score") || strings.Contains(want, "raised") {
+				assert.Empty(t, rv.Fix)
+			}
 			r := e.Score(ctx, cases[0])
 			require.NotNil(t, r.Err)
 			assert.Equal(t, 0.0, r.Score)
@@ -217,6 +229,10 @@ func TestLoadFailures(t *testing.T) {
 	var ce *CheckError
 	require.True(t, errors.As(err, &ce))
 	assert.Equal(t, "no/such/metric.py: no such file", ce.Failed().Message)
+	assert.ErrorIs(t, err, fs.ErrNotExist, "a wrong path can be told from a broken metric")
+	_, err = Open(Options{Metric: "../testdata/signature/one_arg.py"})
+	require.ErrorAs(t, err, &ce)
+	assert.NotErrorIs(t, err, fs.ErrNotExist)
 }
 
 func TestTimeoutOption(t *testing.T) {
@@ -544,10 +560,30 @@ func TestMemoryLimitChild(t *testing.T) {
 	fmt.Printf("NEXT: %s\n", r.Feedback)
 }
 
-// A timed-out sample is named once, not as "case x: case x: ...".
+// A timed-out sample is named once, as the check's Case, not in its message.
 func TestCheckNamesTheCaseOnce(t *testing.T) {
 	e := open(t, Options{Metric: writeMetric(t, "def score(i, o, e=None):\n    while True: pass\n"),
 		Timeout: 200 * time.Millisecond, Samples: 1})
 	checks := e.Check(ctx, []Case{{ID: "s", Input: map[string]any{}}})
-	assert.Equal(t, "case s: score timed out after 200ms", checks[len(checks)-1].Message)
+	assert.Equal(t, "s", checks[len(checks)-1].Case)
+	assert.Equal(t, "score timed out after 200ms", checks[len(checks)-1].Message)
+}
+
+// Different problems on different samples: the first is the check's Case,
+// the others name theirs, and each fix is shown once.
+func TestCheckSeveralProblems(t *testing.T) {
+	e := open(t, Options{Metric: writeMetric(t, `
+def score(input, output, expected=None):
+    if output == "num":
+        return 0.5
+    if output == "str":
+        return "0.5", {"feedback": "ok"}
+    return 1.0, {}
+`)})
+	checks := e.Check(ctx, []Case{{ID: "a", Input: map[string]any{}, Output: "num"}, {ID: "b", Input: map[string]any{}, Output: "str"},
+		{ID: "c", Input: map[string]any{}, Output: "num"}})
+	rv := checks[len(checks)-1]
+	assert.Equal(t, "a", rv.Case)
+	assert.Equal(t, "must return a pair (score, side info), got float 0.5: no side info (also case c); case b: score must be a number, got str '0.5'", rv.Message)
+	assert.Equal(t, `return score, {"feedback": "..."} or return float(score), {"feedback": "..."}`, rv.Fix)
 }

@@ -43,5 +43,5 @@ func ExampleEngine_Check() {
 	// Output:
 	// true metric loads: loaded ../testdata/contract/no_feedback.py
 	// true score signature: score(input, output, expected=None): called with (input, output, expected)
-	// false metric's return value: case a: metric's return value: side info has no "feedback" string
+	// false metric's return value: side info has no "feedback" string
 }

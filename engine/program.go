@@ -24,7 +24,13 @@ func (e *Engine) loadProgram(g *cpython.GIL, py *pyInterp, shown string) error {
 		return e.fail(Check{Name: CheckProgramLoads, Message: err.Error()})
 	}
 	if st, err := os.Stat(path); err != nil || st.IsDir() {
-		return e.fail(Check{Name: CheckProgramLoads, Message: fmt.Sprintf("%s: no such file", shown)})
+		msg := fmt.Sprintf("%s: no such file", shown)
+		if err == nil {
+			msg = fmt.Sprintf("%s is a directory, not a program file", shown)
+		}
+		ce := e.fail(Check{Name: CheckProgramLoads, Message: msg}).(*CheckError)
+		ce.err = err
+		return ce
 	}
 	e.program = moduleName("program", path)
 	e.programPath = path

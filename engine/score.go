@@ -432,6 +432,9 @@ func (e *Engine) outcomeResult(j *scoreJob) Result {
 	if err != nil {
 		msg := fmt.Sprintf("%s: %s: %v", caseName(id), CheckReturnValue, err)
 		r.Err = &CaseError{Kind: KindContract, Message: msg}
+		if ce, ok := err.(*contractError); ok {
+			r.Err.fix = ce.fix
+		}
 		r.Feedback = msg
 		return r
 	}

@@ -20,6 +20,23 @@ type returnValue struct {
 	warnings []string
 }
 
+// contractError is a return value that breaks the contract: the rule and
+// what was found, and the metric's fix when the shape is wrong (Check.Fix).
+type contractError struct{ msg, fix string }
+
+func (e *contractError) Error() string { return e.msg }
+
+// The fixes shown for a wrong shape: the contract's own line, and for a
+// score that is not a number, the conversion.
+const (
+	pairFix   = `return score, {"feedback": "..."}`
+	numberFix = `return float(score), {"feedback": "..."}`
+)
+
+func badShape(fix, format string, args ...any) error {
+	return &contractError{msg: fmt.Sprintf(format, args...), fix: fix}
+}
+
 // validateReturn applies the contract of SPEC §1 to a decoded return value.
 // The error message is the rule and what was found; callers add the case.
 func validateReturn(v any) (returnValue, error) {
@@ -32,28 +49,32 @@ func validateReturn(v any) (returnValue, error) {
 		pair = x
 	default:
 		if _, isNum := number(v); isNum {
-			return rv, fmt.Errorf("must return a pair (score, side info), got %s: no side info", describe(v))
+			return rv, badShape(pairFix, "must return a pair (score, side info), got %s: no side info", describe(v))
 		}
-		return rv, fmt.Errorf("must return a pair (score, side info), got %s", describe(v))
+		return rv, badShape(pairFix, "must return a pair (score, side info), got %s", describe(v))
 	}
 	if len(pair) != 2 {
-		return rv, fmt.Errorf("must return a pair (score, side info), got %s", describe(v))
+		return rv, badShape(pairFix, "must return a pair (score, side info), got %s", describe(v))
 	}
 	score, err := finiteNumber(pair[0])
 	if err != nil {
-		return rv, fmt.Errorf("score %w", err)
+		fix := ""
+		if _, isNum := number(pair[0]); !isNum { // a str or bool converts; nan and inf have no fix to show
+			fix = numberFix
+		}
+		return rv, badShape(fix, "score %v", err)
 	}
 	rv.score = score
 	side, ok := pair[1].(*cpython.Dict)
 	if !ok {
-		return rv, fmt.Errorf("side info must be a dict, got %s", describe(pair[1]))
+		return rv, badShape(pairFix, "side info must be a dict, got %s", describe(pair[1]))
 	}
 	fb, ok := side.Get("feedback")
 	if !ok {
-		return rv, fmt.Errorf(`side info has no "feedback" string`)
+		return rv, badShape(pairFix, `side info has no "feedback" string`)
 	}
 	if rv.feedback, ok = fb.(string); !ok {
-		return rv, fmt.Errorf(`side info "feedback" must be a str, got %s`, describe(fb))
+		return rv, badShape(pairFix, `side info "feedback" must be a str, got %s`, describe(fb))
 	}
 	if s, ok := side.Get("scores"); ok {
 		named, isDict := s.(*cpython.Dict)
