@@ -127,7 +127,7 @@ func TestCheckExitCodes(t *testing.T) {
 	require.Len(t, report.Checks, 3)
 	assert.Equal(t, "metric's return value", report.Checks[2].Name)
 	assert.Equal(t, "t1", report.Checks[2].Case)
-	assert.Equal(t, `case t1: metric's return value: side info has no "feedback" string`, report.Checks[2].Message)
+	assert.Equal(t, `side info has no "feedback" string`, report.Checks[2].Message, "the case and rule are Case and Name, not repeated in the message")
 
 	code, _, errOut := skynet("check", "--metric", example+"metric.py", "--data", "no/such/file.jsonl")
 	assert.Equal(t, exitUsage, code)
