@@ -72,18 +72,7 @@ func TestSignalsReachSkynetNotTheMetric(t *testing.T) {
 		cmd := exec.Command(skynetBin(t), "score", "--metric", faultsDir+"faulthandler_signals.py", "--data", data, "--out", out)
 		require.NoError(t, cmd.Start())
 		waitLines(t, out, 20)
-		require.NoError(t, cmd.Process.Signal(sig))
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case err := <-done:
-			var ee *exec.ExitError
-			require.ErrorAs(t, err, &ee)
-			assert.Equal(t, 128+int(sig), ee.ExitCode())
-		case <-time.After(15 * time.Second):
-			cmd.Process.Kill()
-			t.Fatalf("%v did not stop the run", sig)
-		}
+		assert.Equal(t, 128+int(sig), signalAndWait(t, cmd, sig), "%v stops the run", sig)
 		checkPrefix(t, out, 2000)
 	}
 }
@@ -110,18 +99,7 @@ func TestEndlessLine(t *testing.T) {
 	require.NoError(t, cmd.Start())
 	time.Sleep(1500 * time.Millisecond)
 	rss := rssKB(t, cmd.Process.Pid)
-	require.NoError(t, cmd.Process.Signal(os.Interrupt))
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		var ee *exec.ExitError
-		require.ErrorAs(t, err, &ee)
-		assert.Equal(t, 130, ee.ExitCode(), stderr.String())
-	case <-time.After(15 * time.Second):
-		cmd.Process.Kill()
-		t.Fatal("SIGINT did not stop a run reading an endless line")
-	}
+	assert.Equal(t, 130, signalAndWait(t, cmd, syscall.SIGINT), "SIGINT stops a run reading an endless line\n%s", stderr.String())
 	assert.Less(t, rss, 200_000, "RSS in KB while reading 1.5 s of zeros")
 	lines := resultLines(t, stdout.String())
 	require.Len(t, lines, 1)
@@ -253,4 +231,23 @@ func TestResumeForeignResultsFromStdin(t *testing.T) {
 	require.NoError(t, err, string(b))
 	assert.Contains(t, string(b), `warning: --resume: `)
 	assert.Contains(t, string(b), `has a result for case "other-7", which is not in the cases read from standard input`)
+}
+
+// signalAndWait sends sig to a running command and returns its exit code,
+// failing the test when it has not exited within 15 s.
+func signalAndWait(t *testing.T, cmd *exec.Cmd, sig syscall.Signal) int {
+	t.Helper()
+	require.NoError(t, cmd.Process.Signal(sig))
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		var ee *exec.ExitError
+		require.ErrorAs(t, err, &ee)
+		return ee.ExitCode()
+	case <-time.After(15 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("%v did not stop the run", sig)
+		return 0
+	}
 }
