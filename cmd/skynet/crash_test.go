@@ -128,11 +128,7 @@ func TestInterruptAndResume(t *testing.T) {
 	cmd.Stdout = &stdout
 	require.NoError(t, cmd.Start())
 	waitLines(t, out, 40)
-	require.NoError(t, cmd.Process.Signal(os.Interrupt))
-	err := cmd.Wait()
-	var ee *exec.ExitError
-	require.ErrorAs(t, err, &ee)
-	assert.Equal(t, 130, ee.ExitCode(), "an interrupted run exits 130, as shells do for SIGINT")
+	assert.Equal(t, 130, signalAndWait(t, cmd, syscall.SIGINT), "an interrupted run exits 130, as shells do for SIGINT")
 	assert.Contains(t, stdout.String(), "INTERRUPTED after scoring")
 
 	res, err := exec.Command(skynetBin(t), "score", "--metric", metric, "--data", data, "--out", out, "--resume").CombinedOutput()

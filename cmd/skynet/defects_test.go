@@ -191,11 +191,7 @@ func TestInterruptDuringRestarts(t *testing.T) {
 	cmd := exec.Command(skynetBin(t), "score", "--metric", metric, "--data", data, "--out", out, "--max-crashes", "100")
 	require.NoError(t, cmd.Start())
 	waitLines(t, out, 5)
-	require.NoError(t, cmd.Process.Signal(os.Interrupt))
-	err := cmd.Wait()
-	var ee *exec.ExitError
-	require.ErrorAs(t, err, &ee)
-	assert.Equal(t, 130, ee.ExitCode())
+	assert.Equal(t, 130, signalAndWait(t, cmd, syscall.SIGINT))
 	checkPrefix(t, out, 60)
 
 	res, err := exec.Command(skynetBin(t), "score", "--metric", metric, "--data", data, "--out", out, "--resume", "--max-crashes", "100").CombinedOutput()

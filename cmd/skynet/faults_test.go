@@ -52,14 +52,8 @@ func runCLI(t *testing.T, stdin []byte, args ...string) (int, []resultLine, stri
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	start := time.Now()
-	err := cmd.Run()
+	code := exitCode(t, cmd.Run())
 	took := time.Since(start)
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else {
-		require.NoError(t, err)
-	}
 	var lines []resultLine
 	sc := bufio.NewScanner(&out)
 	sc.Buffer(nil, 1<<26)
@@ -218,14 +212,7 @@ func skynetOut(t *testing.T, args ...string) (int, string, string) {
 	cmd := exec.Command(skynetBin(t), args...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else {
-		require.NoError(t, err)
-	}
-	return code, out.String(), errb.String()
+	return exitCode(t, cmd.Run()), out.String(), errb.String()
 }
 
 // With several workers (and interpreters, on 3.12+) in flight, crashes
@@ -264,4 +251,15 @@ func TestCrashesWithWorkersInFlight(t *testing.T) {
 			assert.Contains(t, stderr, "errors: 2 (crash 2)")
 		})
 	}
+}
+
+// exitCode is the exit code a finished command's error says (0 for none);
+// an error that is not an exit fails the test.
+func exitCode(t *testing.T, err error) int {
+	t.Helper()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode()
+	}
+	require.NoError(t, err)
+	return 0
 }

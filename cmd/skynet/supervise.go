@@ -14,7 +14,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -922,8 +921,6 @@ func (e *errDuplicate) Error() string {
 	return fmt.Sprintf("%s %d: case id %q is also the id of %s %d (a case without an id is named by its %s number); ids must be unique",
 		e.what, e.line, e.id, e.what, e.prev, e.what)
 }
-
-var errStopped = errors.New("stopped")
 
 // lockedWriter serialises writes: the child's stderr is passed on from a
 // goroutine of its own while the run writes notices and the summary.
