@@ -13,12 +13,14 @@ import (
 	"github.com/skynetml/skynet/cpython"
 )
 
-// LineError is a case-file line that is not a valid case.
+// LineError is a case-file line that is not a valid case. Reading can go
+// on after one: the caller gives the line an input error (InvalidCase).
 type LineError struct {
-	Line int
-	Msg  string
+	Line int    // 1-based line number in the file
+	Msg  string // what is wrong with the line
 }
 
+// Error is "line N: what is wrong".
 func (e *LineError) Error() string { return fmt.Sprintf("line %d: %s", e.Line, e.Msg) }
 
 // ParseCase reads one case-file line (SPEC §4):

@@ -36,8 +36,8 @@ type Dataset struct {
 	// Sample picks that many rows at random (reproducibly from Seed),
 	// keeping their order; Limit then keeps the first Limit. 0: all.
 	Sample int
-	Seed   uint64
-	Limit  int
+	Seed   uint64 // seeds Sample's choice: the same seed, the same rows
+	Limit  int    // evaluate at most this many rows (0: all)
 }
 
 // row is one dataset row before it becomes a Case.

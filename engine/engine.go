@@ -11,6 +11,12 @@
 // Score is safe for concurrent use. Every Case gets exactly one Result: a
 // metric that raises, overruns its timeout or returns a bad value produces a
 // Result with Err set, and the engine goes on serving other cases.
+//
+// The API is a few nouns: Options and Open make an Engine; Check runs the
+// contract check on sample cases; Score, ScoreAll (a stream, in order) and
+// Evaluate (run a program, then score) turn Cases into Results. CaseReader
+// reads a JSONL case file and Dataset a JSONL or CSV dataset. The examples
+// run against the files in testdata/.
 package engine
 
 import (

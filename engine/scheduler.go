@@ -942,7 +942,7 @@ func (e *Engine) watch(w *worker) {
 // keeps the GIL (a catastrophic regex, a C extension's loop), so no Python
 // runs anywhere until it returns, and it cannot be interrupted.
 type Wedge struct {
-	CaseID string
+	CaseID string    // the case whose score (or run) call is stuck
 	Since  time.Time // when the case timed out
 }
 
@@ -957,7 +957,9 @@ func (e *Engine) noteWedge(id string, since time.Time, released <-chan struct{})
 	}()
 }
 
-// Wedged reports the case that holds the interpreter, if one does.
+// Wedged reports the case that holds the interpreter, if one does: no other
+// case makes progress until it returns, so a caller may give up on the
+// process (the skynet command restarts its Python child).
 func (e *Engine) Wedged() (Wedge, bool) {
 	if w := e.wedge.Load(); w != nil {
 		return *w, true

@@ -49,9 +49,11 @@ const DefaultBaseURL = "https://api.openai.com/v1"
 
 // Config configures a Client. Zero values mean the defaults.
 type Config struct {
-	MetricModel     string
-	ReflectionModel string
-	TaskModel       string
+	// The models, as "provider/model", that each role's calls go to; a
+	// metric with no MetricModel uses ReflectionModel.
+	MetricModel     string // calls from score
+	ReflectionModel string // the optimizer's reflection model
+	TaskModel       string // calls from run (a program)
 	// BaseURL of the chat-completions API, e.g. "http://localhost:8000/v1".
 	BaseURL string
 	// APIKey is sent as a bearer token. It never appears in errors or logs.
@@ -70,7 +72,7 @@ type Config struct {
 	// Cache, if set, replays temperature-0 calls of the reflection and task
 	// models, and of the metric model when CacheMetric is set. Hits cost 0.
 	Cache       *Cache
-	CacheMetric bool
+	CacheMetric bool // let the metric model's temperature-0 calls use Cache too
 }
 
 // ConfigFromEnv fills a Config from SKYNET_METRIC_MODEL, SKYNET_REFLECTION_MODEL,
@@ -103,20 +105,20 @@ func ScrubEnv() {
 	}
 }
 
-// Request is one chat call.
+// Request is one chat call: skynet.llm(instructions, input=...).
 type Request struct {
-	Instructions string
-	Input        string
-	Temperature  *float64
-	MaxTokens    *int
+	Instructions string   // the system message
+	Input        string   // the user message; "" sends none
+	Temperature  *float64 // nil: the endpoint's default; 0 makes the call cacheable
+	MaxTokens    *int     // nil: the endpoint's default
 }
 
 // Reply is a model's answer with what it cost.
 type Reply struct {
-	Text         string
-	Model        string
-	InputTokens  int64
-	OutputTokens int64
+	Text         string // the first choice's message content
+	Model        string // the "provider/model" the call went to
+	InputTokens  int64  // prompt tokens, as the endpoint reported them (0 if it did not)
+	OutputTokens int64  // completion tokens, likewise
 	// CostUSD is nil when the model has no price; 0 for a cache hit.
 	CostUSD *float64
 	// Cached says the reply came from the cache.
@@ -125,12 +127,13 @@ type Reply struct {
 
 // Error is a call that failed after its retries, or could not be made.
 type Error struct {
-	Model    string
-	Attempts int
-	Status   int // HTTP status of the last attempt, 0 if none
-	Msg      string
+	Model    string // the "provider/model" called
+	Attempts int    // how many requests were made, retries included
+	Status   int    // HTTP status of the last attempt, 0 if none
+	Msg      string // what went wrong, without the API key
 }
 
+// Error names the model, what went wrong and the attempts made.
 func (e *Error) Error() string {
 	s := fmt.Sprintf("model %s: %s", e.Model, e.Msg)
 	if e.Attempts > 1 {
@@ -139,9 +142,13 @@ func (e *Error) Error() string {
 	return s
 }
 
-// NoModelError says no model is configured for a role.
-type NoModelError struct{ Role Role }
+// NoModelError says no model is configured for a role: a configuration
+// problem to report, not a call to retry.
+type NoModelError struct {
+	Role Role // the role that has no model
+}
 
+// Error names the flag and variable that configure the role's model.
 func (e *NoModelError) Error() string {
 	switch e.Role {
 	case RoleTask:
@@ -151,16 +158,16 @@ func (e *NoModelError) Error() string {
 	}
 }
 
-// Stats counts calls by role.
+// Stats counts calls by role, for budgets and the run's summary.
 type Stats struct {
-	Calls        int64
-	Failures     int64
-	Retries      int64
-	InputTokens  int64
-	OutputTokens int64
-	CostUSD      float64
-	Unpriced     int64 // calls whose cost could not be measured
-	CacheHits    int64
+	Calls        int64   // calls made, cache hits included
+	Failures     int64   // calls that returned an error after their retries
+	Retries      int64   // requests repeated after a 429, 5xx or connection error
+	InputTokens  int64   // prompt tokens the endpoint reported (cache hits not counted)
+	OutputTokens int64   // completion tokens the endpoint reported (cache hits not counted)
+	CostUSD      float64 // cost of the priced calls
+	Unpriced     int64   // calls whose cost could not be measured
+	CacheHits    int64   // calls answered from the Cache, at no cost
 }
 
 type counters struct {
@@ -186,7 +193,9 @@ type limit struct {
 	rate  *rate.Limiter
 }
 
-// New returns a Client.
+// New returns a Client for cfg with its defaults filled in. It fails on a
+// base URL that is not http(s), a negative MaxRetries or a model not named
+// "provider/model"; a role without a model fails only when it calls.
 func New(cfg Config) (*Client, error) {
 	if cfg.BaseURL == "" {
 		cfg.BaseURL = DefaultBaseURL

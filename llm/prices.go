@@ -9,9 +9,9 @@ import (
 	"strings"
 )
 
-// Price is USD per token.
+// Price is what a model charges, in USD per token.
 type Price struct {
-	Input, Output float64
+	Input, Output float64 // per prompt token, per completion token
 }
 
 // Prices maps model names to prices. A model is looked up by its full

@@ -64,11 +64,12 @@ type Spec struct {
 // broken and Got the offending value rendered Python-style ("-0.2",
 // "str '0.5'", "bool True", "list"), or "" when there is no value to show.
 type SpecError struct {
-	Key  string
-	Rule string
-	Got  string
+	Key  string // dotted key path, "" for the spec itself
+	Rule string // the rule broken
+	Got  string // the offending value, Python-style, or ""
 }
 
+// Error is the message shown in the REWARD_SPEC check.
 func (e *SpecError) Error() string {
 	var b strings.Builder
 	b.WriteString("REWARD_SPEC")
@@ -327,8 +328,8 @@ func pyRepr(s string) string {
 
 // Observation is what was measured for a case; nil pointer = not measured.
 type Observation struct {
-	RunMS   *float64
-	CostUSD *float64
+	RunMS   *float64 // run time in milliseconds: the speed part's value
+	CostUSD *float64 // run cost in USD: the cost part's value
 }
 
 // Parts is the outcome of Compute.
