@@ -73,6 +73,9 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 			}
 			msg := strings.TrimPrefix(c.Message, c.Name+": ") // REWARD_SPEC errors name themselves
 			fmt.Fprintf(stdout, "%s  %s%s: %s\n", status, c.Name, where, msg)
+			if !c.OK && c.Fix != "" {
+				fmt.Fprintf(stdout, "        fix: %s\n", c.Fix)
+			}
 			if !c.OK && c.Detail != "" {
 				fmt.Fprintf(stdout, "\n%s\n", c.Detail)
 			}
