@@ -29,7 +29,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
 	}
-	if !required(stderr, "check", "metric", *metric, "data", *data) {
+	if !required(stderr, "check", "metric", *metric, "data", *data) || missingFiles(stderr, "check", "metric", *metric) {
 		return exitUsage
 	}
 	if *samples < 1 {

@@ -38,7 +38,8 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
 	}
-	if !required(stderr, "eval", "program", *program, "artifact", *artifactPath, "metric", *metric, "data", *data) {
+	if !required(stderr, "eval", "program", *program, "artifact", *artifactPath, "metric", *metric, "data", *data) ||
+		missingFiles(stderr, "eval", "program", *program, "metric", *metric) {
 		return exitUsage
 	}
 	if *workers < 1 || *limit < 0 || *sample < 0 {

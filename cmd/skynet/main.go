@@ -15,6 +15,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,11 +24,14 @@ import (
 	"github.com/skynetml/skynet/skynetmod"
 )
 
-// Exit codes.
+// Exit codes, one rule for every command: 2 is a problem with what skynet
+// was given (flags, files, an input with no case in it), found before or
+// instead of scoring; 1 is a metric that failed (a check, a crash, or every
+// case); 130 and 143 an interrupted run (SIGINT, SIGTERM), as shells do.
 const (
 	exitOK    = 0
-	exitCheck = 1 // a contract check failed
-	exitUsage = 2 // bad flags, unreadable files
+	exitCheck = 1 // a contract check failed, a case crashed, or no case was scored
+	exitUsage = 2 // bad flags, missing or unreadable files, no readable case
 )
 
 const usage = `skynet runs metric.py scoring functions in an embedded CPython.
@@ -155,6 +159,29 @@ func required(stderr io.Writer, cmd string, pairs ...string) bool {
 		}
 	}
 	return true
+}
+
+// missingFiles reports the first of the named file flags (name, path
+// pairs) whose file cannot be opened: a usage error found at once, before a
+// Python process starts, so a wrong --metric path is exit 2 like a wrong
+// --data path, not a failed "metric loads" check.
+func missingFiles(stderr io.Writer, cmd string, pairs ...string) bool {
+	for i := 0; i+1 < len(pairs); i += 2 {
+		name, path := pairs[i], pairs[i+1]
+		st, err := os.Stat(path)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			fmt.Fprintf(stderr, "skynet %s: --%s %s: no such file\n", cmd, name, path)
+		case err != nil:
+			fmt.Fprintf(stderr, "skynet %s: --%s: %v\n", cmd, name, err)
+		case st.IsDir():
+			fmt.Fprintf(stderr, "skynet %s: --%s %s is a directory, not a file\n", cmd, name, path)
+		default:
+			continue
+		}
+		return true
+	}
+	return false
 }
 
 // runStub writes the skynet module's type stub where an editor can find it.

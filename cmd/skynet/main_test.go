@@ -140,9 +140,9 @@ func TestCheckExitCodes(t *testing.T) {
 	code, _, errOut = skynet("check", "--metric", example+"metric.py", "--data", example+"bad_lines.jsonl")
 	assert.Equal(t, exitUsage, code)
 	assert.Contains(t, errOut, "bad_lines.jsonl: line 2: invalid JSON")
-	code, out, _ = skynet("check", "--metric", "../../testdata/no/metric.py", "--data", example+"cases.jsonl")
-	assert.Equal(t, exitCheck, code)
-	assert.Contains(t, out, "FAILED  metric loads: ../../testdata/no/metric.py: no such file")
+	code, _, errOut = skynet("check", "--metric", "../../testdata/no/metric.py", "--data", example+"cases.jsonl")
+	assert.Equal(t, exitUsage, code, "a missing metric file is a file error, as a missing data file is")
+	assert.Contains(t, errOut, "skynet check: --metric ../../testdata/no/metric.py: no such file")
 }
 
 // TestResultStreamSurvivesStrayWrites runs the real binary: what a metric

@@ -40,3 +40,28 @@ func TestCheckSaysCaseAndRuleOnce(t *testing.T) {
 	assert.Contains(t, out, "FAILED  metric's return value [case t1]: score raised KeyError: 'labels'\n")
 	assert.NotContains(t, out, "fix:")
 }
+
+// A missing metric (or program) file is a file error, exit 2 at once, for
+// every command, as a missing data file is.
+func TestMissingMetricIsAFileError(t *testing.T) {
+	const missing = "../../testdata/no/metric.py"
+	prog, art := "../../testdata/programs/keywords.py", datasetDir+"keywords.txt"
+	for _, tc := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"check", "--metric", missing, "--data", example + "cases.jsonl"}, "skynet check: --metric " + missing + ": no such file"},
+		{[]string{"score", "--metric", missing, "--data", example + "cases.jsonl"}, "skynet score: --metric " + missing + ": no such file"},
+		{[]string{"eval", "--metric", missing, "--program", prog, "--artifact", art, "--data", datasetDir + "tickets.csv"}, "skynet eval: --metric " + missing + ": no such file"},
+		{[]string{"eval", "--metric", example + "metric.py", "--program", "no/program.py", "--artifact", art, "--data", datasetDir + "tickets.csv"}, "skynet eval: --program no/program.py: no such file"},
+		{[]string{"score", "--metric", example, "--data", example + "cases.jsonl"}, "is a directory, not a file"},
+		{[]string{"score", "--metric", example + "metric.py", "--data", "no/such/cases.jsonl"}, "no/such/cases.jsonl"},
+	} {
+		t.Run(strings.Join(tc.args[:3], " "), func(t *testing.T) {
+			code, out, errOut := skynet(tc.args...)
+			assert.Equal(t, exitUsage, code, errOut)
+			assert.Contains(t, errOut, tc.says)
+			assert.Empty(t, out, "nothing is scored")
+		})
+	}
+}

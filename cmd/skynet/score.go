@@ -58,7 +58,7 @@ func runScore(args []string, stdout, stderr io.Writer) int {
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
 	}
-	if !required(stderr, "score", "metric", *metric, "data", *data) {
+	if !required(stderr, "score", "metric", *metric, "data", *data) || missingFiles(stderr, "score", "metric", *metric) {
 		return exitUsage
 	}
 	if *workers < 1 {
