@@ -222,7 +222,8 @@ func TestResumeForeignResultsFromStdin(t *testing.T) {
 	dir := t.TempDir()
 	out := writeFile(t, dir, "results.jsonl", `{"id":"other-7","score":1,"feedback":"","scores":{},"error":null,"ms":1}`+"\n")
 	cmd := exec.Command(skynetBin(t), "score", "--metric", example+"metric.py", "--data", "-", "--out", out, "--resume")
-	cmd.Stdin = strings.NewReader(casesText(3, "x"))
+	// Cases that score: a run whose every case failed exits 1.
+	cmd.Stdin = strings.NewReader(strings.ReplaceAll(casesText(3, "x"), `"output": "x"}`, `"output": "x", "expected": {"label": "x"}}`))
 	b, err := cmd.CombinedOutput()
 	require.NoError(t, err, string(b))
 	assert.Contains(t, string(b), `warning: --resume: `)

@@ -104,6 +104,9 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 	timeLimit := max(*timeout, *runTimeout)
 	s := sv.supervisor("eval", args, timeLimit, results, stderr)
 	s.entries, s.readErr, s.shard = entries, readErr, shard
+	s.noCases = func() string {
+		return fmt.Sprintf("no row of %s could be read as a case (see the input errors in the results)", *data)
+	}
 	total := len(cases) - len(done)
 	if shard.Count > 1 {
 		total = 0

@@ -111,7 +111,7 @@ func mergeIDs(data string, eval bool, split string, maxLine int) ([]string, erro
 	}
 	defer f.Close()
 	var ids []string
-	entries, readErr, _ := caseEntries(f, data, nil, maxLine, whole)
+	entries, readErr, _ := caseEntries(f, data, nil, maxLine, whole, nil)
 	for e := range entries {
 		ids = append(ids, e.id)
 	}

@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -107,9 +108,26 @@ func runScore(args []string, stdout, stderr io.Writer) int {
 			return exitUsage
 		}
 	}
-	entries, readErr, foreign := caseEntries(in, *data, done, sv.maxLine, shard)
+	name := *data
+	if name == "-" {
+		name = "standard input"
+	}
+	var saidNotJSONL atomic.Bool
+	notJSONL := func(line int) {
+		saidNotJSONL.Store(true)
+		fmt.Fprintf(stderr, "skynet score: %s is not JSONL: line %d does not start with \"{\" (a case file has one JSON object a line: {\"id\", \"input\", \"output\", \"expected\"}); %s\n",
+			name, line, evalHint(*data))
+	}
+	entries, readErr, foreign := caseEntries(in, *data, done, sv.maxLine, shard, notJSONL)
 	s := sv.supervisor("score", args, *timeout, results, stderr)
 	s.entries, s.readErr, s.shard = entries, readErr, shard
+	s.noCases = func() string {
+		msg := fmt.Sprintf("no line of %s is a case (see the input errors in the results)", name)
+		if !saidNotJSONL.Load() {
+			msg += "; " + evalHint(*data)
+		}
+		return msg
+	}
 	if shard.Count > 1 {
 		total = 0 // how many cases the shard has is known at the end
 	}
@@ -118,6 +136,15 @@ func runScore(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "skynet score: warning: --resume: %s\n", foreignMessage(*out, "the cases read from standard input", id))
 	}
 	return code
+}
+
+// evalHint points from a dataset given to skynet score to the command that
+// reads datasets: rows of columns, CSV or JSONL, that a program is run on.
+func evalHint(data string) string {
+	if data == "-" {
+		data = "FILE"
+	}
+	return fmt.Sprintf("to evaluate a dataset (CSV, or JSONL rows of columns), use skynet eval --data %s --program program.py --artifact FILE --metric metric.py", data)
 }
 
 // openCases opens the case file and counts its lines for the progress bar.
@@ -146,8 +173,10 @@ func openCases(path string) (io.ReadCloser, int, error) {
 // for the supervisor: a bad line gets its input error here, ids already done
 // (--resume) are passed over, and a repeated id stops the input. Once
 // entries is closed, readErr says why the input stopped early and foreign
-// names a done id the input did not have.
-func caseEntries(in io.Reader, path string, done map[string]bool, maxLine int, shard shardSpec) (entries <-chan *entry, readErr func() error, foreign func() (string, bool)) {
+// names a done id the input did not have. notJSONL is called, once, when
+// the first line is not even the start of a JSON object: a CSV file, most
+// likely, whose every line would otherwise be an input error and nothing more.
+func caseEntries(in io.Reader, path string, done map[string]bool, maxLine int, shard shardSpec, notJSONL func(line int)) (entries <-chan *entry, readErr func() error, foreign func() (string, bool)) {
 	ch := make(chan *entry, 1024)
 	var err error
 	resumed := map[string]bool{}
@@ -167,6 +196,10 @@ func caseEntries(in io.Reader, path string, done map[string]bool, maxLine int, s
 				err = fmt.Errorf("%s: %w", path, rerr)
 				return
 			}
+			if notJSONL != nil && le == nil && len(line) > 0 && line[0] != '{' {
+				notJSONL(n)
+			}
+			notJSONL = nil // only the first line tells
 			e := &entry{line: n, raw: line}
 			var ok bool
 			if rerr == nil {

@@ -71,9 +71,10 @@ func (sv *supervisorFlags) supervisor(cmd string, args []string, timeout time.Du
 
 // runSupervised is what score and eval share once the input and output are
 // open: the pass through child processes, a progress bar on a terminal, and
-// the summary after the results. Exit codes: 130 and 143 after SIGINT and
-// SIGTERM, 1 when a case crashed (or the metric did not load), 2 when the
-// input or output failed.
+// the summary after the results. Exit codes, first that applies: 2 when
+// the output failed; 130 and 143 after SIGINT and SIGTERM; 2 when the input
+// failed or no case in it could be read; 1 when the metric did not load, a
+// case crashed or every case failed (nothing was scored); else 0.
 func runSupervised(s *supervisor, total int, done map[string]bool, summary, stderr io.Writer) int {
 	if isTerminal(stderr) {
 		s.bar = &progress{w: stderr, total: total}
@@ -107,7 +108,25 @@ func runSupervised(s *supervisor, total int, done map[string]bool, summary, stde
 		fmt.Fprintf(stderr, "skynet %s: %v\n", s.cmd, err)
 		return exitUsage
 	}
-	if s.st.errors[engine.KindCrash] > 0 {
+	failed := 0
+	for _, n := range s.st.errors {
+		failed += n
+	}
+	switch {
+	case s.st.count > 0 && s.st.errors[engine.KindInput] == s.st.count:
+		// Nothing the metric could be called on: the input is wrong, not the metric.
+		msg := "no case could be read"
+		if s.noCases != nil {
+			msg = s.noCases()
+		}
+		fmt.Fprintf(stderr, "skynet %s: %s: the metric was not called\n", s.cmd, msg)
+		return exitUsage
+	case s.st.errors[engine.KindCrash] > 0:
+		return exitCheck
+	case s.st.count > 0 && failed == s.st.count:
+		// A run whose every case failed scored nothing: a script that
+		// checks only the exit code must not take it for a result.
+		fmt.Fprintf(stderr, "skynet %s: every case failed (%d), none has a score: see \"error\" in the results\n", s.cmd, failed)
 		return exitCheck
 	}
 	return exitOK
