@@ -39,11 +39,16 @@ func init() {
 
 // Observation is what was measured for a case. Nil means not measured.
 type Observation struct {
-	RunMS        *float64 `json:"run_ms,omitempty"`
-	CostUSD      *float64 `json:"cost_usd,omitempty"`
-	ModelCalls   *int64   `json:"model_calls,omitempty"`
-	InputTokens  *int64   `json:"input_tokens,omitempty"`
-	OutputTokens *int64   `json:"output_tokens,omitempty"`
+	// RunMS is how long the program took to produce the output, in milliseconds.
+	RunMS *float64 `json:"run_ms,omitempty"`
+	// CostUSD is what producing the output cost, in US dollars.
+	CostUSD *float64 `json:"cost_usd,omitempty"`
+	// ModelCalls is how many model calls producing the output made.
+	ModelCalls *int64 `json:"model_calls,omitempty"`
+	// InputTokens is how many tokens those calls sent.
+	InputTokens *int64 `json:"input_tokens,omitempty"`
+	// OutputTokens is how many tokens those calls got back.
+	OutputTokens *int64 `json:"output_tokens,omitempty"`
 }
 
 // Slot carries the current cases' context into the module's functions. A

@@ -19,6 +19,11 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"go/ast"
+	"go/doc"
+	"go/parser"
+	"go/token"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -402,6 +407,71 @@ func TestDocsGoVersionTargetsLinks(t *testing.T) {
 		for _, l := range relLink.FindAllStringSubmatch(string(b), -1) {
 			_, err := os.Stat(filepath.Join(filepath.Dir(d), l[1]))
 			assert.NoError(t, err, "%s links to %s", filepath.Base(d), l[1])
+		}
+	}
+}
+
+// TestDocsGodoc: godoc is the API reference, so every exported name of the
+// packages users import (and the fields of their exported structs) says what
+// it is for.
+func TestDocsGodoc(t *testing.T) {
+	for _, dir := range []string{"engine", "reward", "llm", "skynetmod"} {
+		fset := token.NewFileSet()
+		pkgs, err := parser.ParseDir(fset, filepath.Join(repoRoot, dir), func(fi fs.FileInfo) bool {
+			return !strings.HasSuffix(fi.Name(), "_test.go")
+		}, parser.ParseComments)
+		require.NoError(t, err)
+		for _, p := range pkgs {
+			var missing []string
+			need := func(name, text string) {
+				if strings.TrimSpace(text) == "" {
+					missing = append(missing, name)
+				}
+			}
+			d := doc.New(p, dir, 0)
+			need("package "+p.Name, d.Doc)
+			values := func(vs []*doc.Value) {
+				for _, v := range vs {
+					for _, s := range v.Decl.Specs {
+						vs := s.(*ast.ValueSpec)
+						for _, n := range vs.Names {
+							if n.IsExported() {
+								need(n.Name, v.Doc+vs.Doc.Text()+vs.Comment.Text())
+							}
+						}
+					}
+				}
+			}
+			values(d.Consts)
+			values(d.Vars)
+			for _, f := range d.Funcs {
+				need(f.Name, f.Doc)
+			}
+			for _, ty := range d.Types {
+				need(ty.Name, ty.Doc)
+				values(ty.Consts)
+				values(ty.Vars)
+				for _, f := range ty.Funcs {
+					need(f.Name, f.Doc)
+				}
+				for _, m := range ty.Methods {
+					need(ty.Name+"."+m.Name, m.Doc)
+				}
+				for _, s := range ty.Decl.Specs {
+					st, ok := s.(*ast.TypeSpec).Type.(*ast.StructType)
+					if !ok {
+						continue
+					}
+					for _, f := range st.Fields.List {
+						for _, n := range f.Names {
+							if n.IsExported() {
+								need(ty.Name+"."+n.Name, f.Doc.Text()+f.Comment.Text())
+							}
+						}
+					}
+				}
+			}
+			assert.Empty(t, missing, "exported names of %s/ without a doc comment", dir)
 		}
 	}
 }
