@@ -25,6 +25,7 @@ import (
 	"go/token"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -474,4 +475,74 @@ func TestDocsGodoc(t *testing.T) {
 			assert.Empty(t, missing, "exported names of %s/ without a doc comment", dir)
 		}
 	}
+}
+
+// TestDocsGoModule follows the README's "In your own module": a new module
+// holding the README's Go example is pointed at this checkout, built by the
+// README's commands, and prints what the example says it prints.
+func TestDocsGoModule(t *testing.T) {
+	if raceEnabled {
+		t.Skip("builds and runs a program; the run without -race covers it")
+	}
+	md := section(t, readmeText(t), "Go API")
+	var example, build []string
+	for _, f := range fences(md) {
+		switch {
+		case f.lang == "go" && example == nil:
+			example = f.body
+		case f.lang == "sh" && strings.Contains(strings.Join(f.body, "\n"), "go mod edit -replace"):
+			build = f.body
+		}
+	}
+	require.NotNil(t, example, "no ```go block under ## Go API")
+	require.NotNil(t, build, "no ```sh block with go mod edit -replace under ## Go API")
+
+	root, err := filepath.Abs(repoRoot)
+	require.NoError(t, err)
+	var body []string
+	want := ""
+	for _, l := range example {
+		if w, ok := strings.CutPrefix(strings.TrimSpace(l), "// Output: "); ok {
+			want = w
+			continue
+		}
+		body = append(body, strings.ReplaceAll(l, `"../testdata/`, `"`+root+`/testdata/`))
+	}
+	require.NotEmpty(t, want, "the Go example has no // Output: line")
+	dir := t.TempDir()
+	src := "package main\n\nimport (\n\t\"context\"\n\t\"fmt\"\n\t\"log\"\n\n\t\"github.com/skynetml/skynet/engine\"\n)\n\nfunc main() {\n" +
+		strings.Join(body, "\n") + "\n}\n"
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "main.go"), []byte(src), 0o644))
+	sh := func(line string) (string, error) {
+		cmd := exec.Command("bash", "-c", line)
+		cmd.Dir = dir
+		b, err := cmd.CombinedOutput()
+		return string(b), err
+	}
+	out, err := sh("go mod init example.com/myoptimizer")
+	require.NoError(t, err, out)
+	built := 0
+	for _, l := range build {
+		line, _, _ := strings.Cut(l, "#")
+		line = strings.ReplaceAll(strings.TrimSpace(line), "$HOME/skynet", root)
+		if line == "" {
+			continue
+		}
+		if py := regexp.MustCompile(`\$HOME/\.pyenv/\S+`).FindString(line); py != "" {
+			home, _ := os.UserHomeDir()
+			if _, err := os.Stat(strings.ReplaceAll(py, "$HOME", home)); err != nil {
+				t.Logf("not run, %s is not here: %s", py, line)
+				continue
+			}
+		}
+		out, err := sh(line)
+		require.NoError(t, err, "README: `%s`:\n%s", line, out)
+		if strings.Contains(line, "go build") {
+			built++
+			out, err := sh("./myoptimizer")
+			require.NoError(t, err, out)
+			assert.Equal(t, want+"\n", out, "`%s`, then ./myoptimizer", line)
+		}
+	}
+	assert.NotZero(t, built, "the README's commands build nothing")
 }
