@@ -394,7 +394,11 @@ func (e *Engine) load(th *cpython.GIL, py *pyInterp, shown string) error {
 		}
 		spec, perr := reward.Parse(cpython.Plain(raw))
 		if perr != nil {
-			return e.fail(Check{Name: CheckRewardSpec, Message: perr.Error()})
+			msg := perr.Error()
+			if se, ok := errors.AsType[*reward.SpecError](perr); ok {
+				msg = se.Detail() // the check's name already says REWARD_SPEC
+			}
+			return e.fail(Check{Name: CheckRewardSpec, Message: msg})
 		}
 		e.spec = spec
 		e.loadChecks = append(e.loadChecks, Check{Name: CheckRewardSpec, OK: true, Message: "valid"})

@@ -45,7 +45,9 @@ func TestRewardSpecChecks(t *testing.T) {
 			var ce *CheckError
 			if errors.As(err, &ce) {
 				assert.Equal(t, CheckRewardSpec, ce.Failed().Name)
-				assert.Equal(t, expectation(t, path, "check"), ce.Failed().Message)
+				want := expectation(t, path, "check")
+				assert.Equal(t, want, ce.Failed().Message, "the message does not repeat the check's name")
+				assert.Equal(t, "REWARD_SPEC: "+want, ce.Error())
 				return
 			}
 			require.NoError(t, err)

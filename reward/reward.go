@@ -69,15 +69,24 @@ type SpecError struct {
 	Got  string // the offending value, Python-style, or ""
 }
 
-// Error is the message shown in the REWARD_SPEC check.
+// Error is the whole message, naming REWARD_SPEC: "REWARD_SPEC: weights.speed
+// must be >= 0, got -0.2".
 func (e *SpecError) Error() string {
-	var b strings.Builder
-	b.WriteString("REWARD_SPEC")
-	if e.Key != "" {
-		b.WriteString(": ")
-		b.WriteString(e.Key)
+	if e.Key == "" {
+		return "REWARD_SPEC " + e.Detail()
 	}
-	b.WriteString(" ")
+	return "REWARD_SPEC: " + e.Detail()
+}
+
+// Detail is the message without the leading "REWARD_SPEC", for a report
+// that names the spec beside it (the engine's REWARD_SPEC check):
+// "weights.speed must be >= 0, got -0.2", or "must be a dict, got list".
+func (e *SpecError) Detail() string {
+	var b strings.Builder
+	if e.Key != "" {
+		b.WriteString(e.Key)
+		b.WriteString(" ")
+	}
 	b.WriteString(e.Rule)
 	if e.Got != "" {
 		b.WriteString(", got ")

@@ -71,8 +71,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 			if c.Case != "" {
 				where = " [case " + c.Case + "]"
 			}
-			msg := strings.TrimPrefix(c.Message, c.Name+": ") // REWARD_SPEC errors name themselves
-			fmt.Fprintf(stdout, "%s  %s%s: %s\n", status, c.Name, where, msg)
+			fmt.Fprintf(stdout, "%s  %s%s: %s\n", status, c.Name, where, c.Message)
 			if !c.OK && c.Fix != "" {
 				fmt.Fprintf(stdout, "        fix: %s\n", c.Fix)
 			}

@@ -1,4 +1,4 @@
-# check: REWARD_SPEC: weights.cost is missing
+# check: weights.cost is missing
 from skynet import reward
 REWARD_SPEC = {"weights": {"accuracy": 0.7, "speed": 0.3}, "accuracy": {}, "speed": {"reference": 2000}, "cost": {"reference": 0.01}}
 def score(input, output, expected=None):

@@ -1,4 +1,4 @@
-# check: REWARD_SPEC: weights.speed must be >= 0, got -0.2
+# check: weights.speed must be >= 0, got -0.2
 from skynet import reward
 REWARD_SPEC = {"weights": {"accuracy": 0.7, "speed": -0.2, "cost": 0.1}, "accuracy": {}, "speed": {"reference": 2000}, "cost": {"reference": 0.01}}
 def score(input, output, expected=None):

@@ -1,4 +1,4 @@
-# check: REWARD_SPEC: speed.reference must be > 0, got 0
+# check: speed.reference must be > 0, got 0
 from skynet import reward
 REWARD_SPEC = {"weights": {"accuracy": 0.7, "speed": 0.2, "cost": 0.1}, "accuracy": {}, "speed": {"reference": 0}, "cost": {"reference": 0.01}}
 def score(input, output, expected=None):
