@@ -100,11 +100,17 @@ type CaseError struct {
 	// Traceback is the Python traceback, for the user's results file only.
 	Traceback string
 
-	fix string // how to change the metric, for Check.Fix
+	fix   string // how to change the metric, for Check.Fix
+	cause error  // for KindCanceled: ctx.Err() (and its context.Cause), or ErrClosed
 }
 
 // Error is the kind and the message: "contract: case 2: ...".
 func (e *CaseError) Error() string { return fmt.Sprintf("%s: %s", e.Kind, e.Message) }
+
+// Unwrap is why a canceled case was cancelled, so errors.Is(r.Err,
+// context.DeadlineExceeded), context.Canceled or ErrClosed tells a deadline
+// from a cancellation from a closed engine; nil for the other kinds.
+func (e *CaseError) Unwrap() error { return e.cause }
 
 // failed builds the Result of a failed case; its feedback is the message.
 func failed(id string, kind ErrorKind, msg string) Result {

@@ -73,6 +73,10 @@ func (e *Engine) check(ctx context.Context, cases []Case) []Check {
 		samples = samples[:e.samples]
 	}
 	rv := Check{Name: CheckReturnValue, OK: true}
+	if e.closed.Load() {
+		rv.OK, rv.Message = false, "not run: "+ErrClosed.Error()
+		return append(checks, rv)
+	}
 	if len(samples) == 0 {
 		rv.OK = false
 		rv.Message = "no sample cases to call score on"

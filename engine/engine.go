@@ -512,6 +512,10 @@ func (e *Engine) Arity() int { return e.nargs }
 // RewardSpec is the metric's validated REWARD_SPEC, or nil.
 func (e *Engine) RewardSpec() *reward.Spec { return e.spec }
 
+// ErrClosed is why a case scored on (or while) closing its Engine has a
+// canceled Result: errors.Is(r.Err, ErrClosed).
+var ErrClosed = errors.New("engine is closed")
+
 // Close stops the workers and unloads the metric. It is idempotent and does
 // not wait for a worker stuck in a call that cannot be interrupted.
 func (e *Engine) Close() error {

@@ -338,6 +338,31 @@ func TestCancelledContext(t *testing.T) {
 	r := e.Score(c, Case{ID: "c", Input: map[string]any{}})
 	require.NotNil(t, r.Err)
 	assert.Equal(t, KindCanceled, r.Err.Kind)
+	// A deadline, a cancellation (with its cause) and a closed engine are
+	// told apart by errors.Is, not by the message.
+	assert.ErrorIs(t, r.Err, context.DeadlineExceeded)
+	assert.NotErrorIs(t, r.Err, context.Canceled)
+	assert.Equal(t, "case c: score cancelled: context deadline exceeded", r.Err.Message)
+
+	budget := errors.New("the optimizer's budget is spent")
+	c2, cancel2 := context.WithCancelCause(ctx)
+	time.AfterFunc(100*time.Millisecond, func() { cancel2(budget) })
+	r = e.Score(c2, Case{ID: "d", Input: map[string]any{}})
+	require.NotNil(t, r.Err)
+	assert.ErrorIs(t, r.Err, context.Canceled)
+	assert.ErrorIs(t, r.Err, budget)
+	assert.NotErrorIs(t, r.Err, context.DeadlineExceeded)
+	assert.Equal(t, "case d: score cancelled: context canceled (the optimizer's budget is spent)", r.Err.Message)
+
+	// Cancelled before the case was queued.
+	r = e.Score(c2, Case{ID: "e", Input: map[string]any{}})
+	assert.ErrorIs(t, r.Err, budget)
+	assert.NotErrorIs(t, r.Err, ErrClosed)
+
+	// The other kinds have no cause.
+	r = e.Score(ctx, Case{ID: "f", Input: []any{}})
+	require.NotNil(t, r.Err)
+	assert.Nil(t, errors.Unwrap(r.Err))
 }
 
 func TestPrintIsCapturedPerCase(t *testing.T) {
@@ -440,6 +465,15 @@ func TestClosedEngine(t *testing.T) {
 	require.NoError(t, e.Close(), "Close is idempotent")
 	r := e.Score(ctx, Case{ID: "1", Input: map[string]any{}})
 	assert.Equal(t, KindCanceled, r.Err.Kind)
+	assert.ErrorIs(t, r.Err, ErrClosed)
+	assert.Equal(t, "case 1: engine is closed", r.Err.Message)
+	// Check runs nothing on a closed engine, and blames no case.
+	checks := e.Check(ctx, readCases(t, "../testdata/exact_match/cases.jsonl"))
+	last := checks[len(checks)-1]
+	assert.Equal(t, CheckReturnValue, last.Name)
+	assert.False(t, last.OK)
+	assert.Empty(t, last.Case)
+	assert.Equal(t, "not run: engine is closed", last.Message)
 }
 
 // TestVirtualenv runs a child process with VIRTUAL_ENV set, and one with

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"iter"
 
@@ -158,23 +159,42 @@ func (e *Engine) submit(ctx context.Context, g *group) bool {
 	if len(p.jobs) == 0 {
 		return false
 	}
-	stop := func(why string) bool {
+	stop := func(o outcome) bool {
 		for _, j := range p.jobs {
-			j.deliver(outcome{kind: KindCanceled, why: why})
+			j.deliver(o)
 		}
 		return false
 	}
 	if e.closed.Load() {
-		return stop("engine is closed")
+		return stop(closedOutcome)
 	}
 	select {
 	case e.jobs <- p:
 		return true
 	case <-ctx.Done():
-		return stop(fmt.Sprintf("%v before score was called", ctx.Err()))
+		return stop(canceledOutcome(ctx, "before score was called"))
 	case <-e.quit:
-		return stop("engine is closed")
+		return stop(closedOutcome)
 	}
+}
+
+// closedOutcome is a case's outcome when the engine closes before its score
+// call ends.
+var closedOutcome = outcome{kind: KindCanceled, why: ErrClosed.Error(), err: ErrClosed}
+
+// canceledOutcome is a case's outcome when ctx ends first; its cause is
+// ctx.Err() and, when the context was cancelled with one, context.Cause.
+func canceledOutcome(ctx context.Context, when string) outcome {
+	err := ctx.Err()
+	why := "score cancelled: " + err.Error()
+	if when != "" {
+		why = err.Error() + " " + when
+	}
+	if cause := context.Cause(ctx); cause != nil && cause != err {
+		why += " (" + cause.Error() + ")"
+		err = errors.Join(err, cause)
+	}
+	return outcome{kind: KindCanceled, why: why, err: err}
 }
 
 // wait returns once every job of the group has its outcome; a cancelled ctx
@@ -201,9 +221,9 @@ func (e *Engine) wait(ctx context.Context, g *group) {
 			e.finish(g.batch, false)
 			continue
 		case <-ctx.Done():
-			o = outcome{kind: KindCanceled, why: fmt.Sprintf("score cancelled: %v", ctx.Err())}
+			o = canceledOutcome(ctx, "")
 		case <-e.quit:
-			o = outcome{kind: KindCanceled, why: "engine is closed"}
+			o = closedOutcome
 		}
 		for i := range g.jobs {
 			e.cancel(&g.jobs[i], o)
@@ -406,6 +426,9 @@ func (e *Engine) outcomeResult(j *scoreJob) Result {
 	if o.kind != "" {
 		r := failed(id, o.kind, fmt.Sprintf("%s: %s", caseName(id), o.why))
 		r.Duration = o.elapsed
+		if o.kind == KindCanceled {
+			r.Err.cause = o.err // what the caller can match with errors.Is
+		}
 		return r
 	}
 	r := Result{ID: id, Logs: logsOf(o), Duration: o.elapsed}
