@@ -41,7 +41,7 @@ func TestOutIsNotTheData(t *testing.T) {
 	for _, out := range []string{data, filepath.Join(dir, "sym.jsonl"), filepath.Join(dir, "hard.jsonl")} {
 		code, _, errOut := skynet("score", "--metric", example+"metric.py", "--data", data, "--out", out)
 		assert.Equal(t, exitUsage, code)
-		assert.Contains(t, errOut, "is the case file")
+		assert.Contains(t, errOut, "is the case file --data ")
 		b, err := os.ReadFile(data)
 		require.NoError(t, err)
 		assert.Equal(t, casesText(3, "x"), string(b), "the cases are untouched")
@@ -246,5 +246,49 @@ func signalAndWait(t *testing.T, cmd *exec.Cmd, sig syscall.Signal) int {
 		cmd.Process.Kill()
 		t.Fatalf("%v did not stop the run", sig)
 		return 0
+	}
+}
+
+// --out naming any other input (the metric, the program, the artifact, the
+// price file, a part to merge, a split of eval's dataset) is refused too,
+// and the file is untouched.
+func TestOutIsNoInput(t *testing.T) {
+	dir := t.TempDir()
+	metric := writeFile(t, dir, "metric.py", "def score(input, output, expected=None):\n    return 1.0, {'feedback': 'ok'}\n")
+	data := writeFile(t, dir, "cases.jsonl", casesText(3, "x"))
+	program := writeFile(t, dir, "program.py", "def run(artifact, input):\n    return artifact\n")
+	artifact := writeFile(t, dir, "prompt.txt", "Classify the ticket.\n")
+	prices := writeFile(t, dir, "prices.json", `{"openai/gpt-4o-mini": {"input_per_mtok": 0.15, "output_per_mtok": 0.6}}`)
+	splits := filepath.Join(dir, "splits")
+	require.NoError(t, os.Mkdir(splits, 0o755))
+	val := writeFile(t, splits, "val.csv", "id,message,label\na,hello,x\n")
+	part := writeFile(t, dir, "part.jsonl", `{"id":"c1","score":1,"feedback":"ok","scores":{},"error":null,"ms":1}`+"\n")
+	evalArgs := func(data, out string) []string {
+		return []string{"eval", "--program", program, "--artifact", artifact, "--metric", metric, "--data", data, "--outputs", "label", "--out", out}
+	}
+	for _, tc := range []struct {
+		args []string
+		file string
+		says string
+	}{
+		{[]string{"score", "--metric", metric, "--data", data, "--out", metric}, metric, "is the metric --metric "},
+		{[]string{"score", "--metric", metric, "--data", data, "--prices", prices, "--out", prices}, prices, "is the price file --prices "},
+		{evalArgs(val, program), program, "is the program --program "},
+		{evalArgs(val, artifact), artifact, "is the artifact --artifact "},
+		{evalArgs(val, metric), metric, "is the metric --metric "},
+		{append(evalArgs(splits, val), "--split", "val"), val, "is inside the dataset --data "},
+		{[]string{"merge", "--data", data, "--out", part, part}, part, "is the part "},
+	} {
+		t.Run(strings.Join(tc.args[:1], " ")+" "+filepath.Base(tc.file), func(t *testing.T) {
+			before, err := os.ReadFile(tc.file)
+			require.NoError(t, err)
+			code, _, errOut := skynet(tc.args...)
+			assert.Equal(t, exitUsage, code, errOut)
+			assert.Contains(t, errOut, tc.says)
+			assert.Contains(t, errOut, "would destroy")
+			after, err := os.ReadFile(tc.file)
+			require.NoError(t, err)
+			assert.Equal(t, string(before), string(after), "the file is untouched")
+		})
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"iter"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/skynetml/skynet/engine"
@@ -84,7 +85,10 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	*out = shard.outPath(*out)
-	results, summary, done, closeOut, err := resultsOutput(*out, *resume, *data, stdout, stderr)
+	results, summary, done, closeOut, err := resultsOutput(*out, *resume, []inputFile{
+		{"data", *data, "the dataset"}, {"program", *program, "the program"}, {"artifact", *artifactPath, "the artifact"},
+		{"metric", *metric, "the metric"}, {"prices", *models.prices, "the price file"}, {"llm-cache", *models.cache, "the model-reply cache"},
+	}, stdout, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "skynet eval: %v\n", err)
 		return exitUsage
@@ -112,6 +116,40 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 		total = 0
 	}
 	return runSupervised(s, max(0, total), done, summary, stderr)
+}
+
+// inputFile is a file (or directory) a command reads: its flag, and what
+// the file is ("the case file").
+type inputFile struct{ flag, path, what string }
+
+// refuseOverwrite errors when out is one of the inputs, through any path or
+// link, or a file directly inside an input directory (a split of eval's
+// dataset): opening it for results would destroy it before it is read.
+func refuseOverwrite(out string, inputs []inputFile) error {
+	oi, err := os.Stat(out)
+	if err != nil {
+		return nil // a file that does not exist yet is no input
+	}
+	for _, in := range inputs {
+		if in.path == "" || in.path == "-" {
+			continue
+		}
+		ii, err := os.Stat(in.path)
+		if err != nil {
+			continue
+		}
+		named := in.what + " " + in.path
+		if in.flag != "" {
+			named = in.what + " --" + in.flag + " " + in.path
+		}
+		if os.SameFile(ii, oi) {
+			return fmt.Errorf("--out %s is %s: writing results there would destroy it; name another results file", out, named)
+		}
+		if di, err := os.Stat(filepath.Dir(out)); err == nil && ii.IsDir() && os.SameFile(ii, di) {
+			return fmt.Errorf("--out %s is inside %s: writing results there would destroy a split or add one; name a results file elsewhere", out, named)
+		}
+	}
+	return nil
 }
 
 // datasetEntries hands the dataset's cases to the supervisor; a repeated
@@ -170,20 +208,16 @@ func openFailed(stderr io.Writer, cmd string, err error) int {
 // resultsOutput opens where results go: --out, or stdout. The summary goes
 // to stdout when results go to a file, else to stderr. With resume, the file
 // keeps its finished results (see resumeResults) and done holds their ids.
-// A results file that is the case file itself is refused.
-func resultsOutput(out string, resume bool, data string, stdout, stderr io.Writer) (results, summary io.Writer, done map[string]bool, closeFn func(), err error) {
+// A results file that is one of the command's inputs is refused.
+func resultsOutput(out string, resume bool, inputs []inputFile, stdout, stderr io.Writer) (results, summary io.Writer, done map[string]bool, closeFn func(), err error) {
 	if out == "" {
 		if resume {
 			return nil, nil, nil, nil, errors.New("--resume needs --out: the results file to continue")
 		}
 		return stdout, stderr, nil, func() {}, nil
 	}
-	if data != "-" {
-		if di, err := os.Stat(data); err == nil {
-			if oi, err := os.Stat(out); err == nil && os.SameFile(di, oi) {
-				return nil, nil, nil, nil, fmt.Errorf("--out %s is the case file --data %s: writing results there would destroy the cases", out, data)
-			}
-		}
+	if err := refuseOverwrite(out, inputs); err != nil {
+		return nil, nil, nil, nil, err
 	}
 	flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
 	if resume {

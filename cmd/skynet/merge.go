@@ -39,6 +39,14 @@ func runMerge(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "skynet merge: name the parts to merge: skynet merge --data CASES --out RESULTS.jsonl PART...")
 		return exitUsage
 	}
+	inputs := []inputFile{{"data", *data, "the case file"}}
+	for _, p := range parts {
+		inputs = append(inputs, inputFile{"", p, "the part"})
+	}
+	if err := refuseOverwrite(*out, inputs); *out != "" && err != nil {
+		fmt.Fprintf(stderr, "skynet merge: %v\n", err)
+		return exitUsage
+	}
 	ids, err := mergeIDs(*data, *eval, *split, *maxLine)
 	if err != nil {
 		fmt.Fprintf(stderr, "skynet merge: %v\n", err)

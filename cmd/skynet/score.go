@@ -96,7 +96,10 @@ func runScore(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	defer in.Close()
-	results, summary, done, closeOut, err := resultsOutput(*out, *resume, *data, stdout, stderr)
+	results, summary, done, closeOut, err := resultsOutput(*out, *resume, []inputFile{
+		{"data", *data, "the case file"}, {"metric", *metric, "the metric"},
+		{"prices", *models.prices, "the price file"}, {"llm-cache", *models.cache, "the model-reply cache"},
+	}, stdout, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "skynet score: %v\n", err)
 		return exitUsage
