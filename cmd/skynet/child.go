@@ -82,19 +82,29 @@ func serveChild(job childJob) int {
 	defer cancel()
 	cases := make(chan engine.Case, childWindow)
 	go func() {
-		defer close(cases)
+		ended := false
+		end := func() { // no more cases; cancel frames may still come
+			if !ended {
+				ended = true
+				close(cases)
+			}
+		}
+		defer end()
 		fr := newFrameReader(in)
 		for {
 			typ, p, err := fr.next()
 			if err != nil {
-				return // the parent closed the pipe: no more cases (or it died)
+				return // the parent closed the pipe (or it died)
 			}
 			switch typ {
 			case frameCancel:
 				cancel()
+			case frameEnd:
+				end()
 			case frameCase:
-				if len(p) < 4 {
-					return
+				if ended || len(p) < 4 {
+					end()
+					continue
 				}
 				c := job.caseOf(int(binary.LittleEndian.Uint32(p)), append([]byte(nil), p[4:]...))
 				select {

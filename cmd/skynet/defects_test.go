@@ -292,3 +292,38 @@ func TestOutIsNoInput(t *testing.T) {
 		})
 	}
 }
+
+// A run whose every case was already sent to the child (a small file) stops
+// at the signal, not after scoring on for a grace period: the cancel reaches
+// the child through the still-open case pipe.
+func TestSignalStopsARunFullySent(t *testing.T) {
+	dir := t.TempDir()
+	metric := writeFile(t, dir, "metric.py", "import time\ndef score(input, output, expected=None):\n    time.sleep(0.05)\n    return 1.0, {'feedback': 'ok'}\n")
+	data := writeFile(t, dir, "cases.jsonl", casesText(200, "x"))
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		out := filepath.Join(dir, "results-"+strconv.Itoa(int(sig))+".jsonl")
+		cmd := exec.Command(skynetBin(t), "score", "--metric", metric, "--data", data, "--out", out)
+		var summary bytes.Buffer
+		cmd.Stdout = &summary
+		require.NoError(t, cmd.Start())
+		waitLines(t, out, 5)
+		at := linesIn(t, out)
+		assert.Equal(t, 128+int(sig), signalAndWait(t, cmd, sig))
+		b, err := os.ReadFile(out)
+		require.NoError(t, err)
+		lines := resultLines(t, string(b))
+		require.Len(t, lines, 200, "every case read has its result")
+		scored := 0
+		for i, r := range lines {
+			require.Equal(t, "c"+strconv.Itoa(i+1), r.ID)
+			if r.Error == nil {
+				scored++
+			} else {
+				assert.Equal(t, "canceled", string(r.Error.Kind))
+			}
+		}
+		// At 50 ms a case, a 5 s grace would have scored ~100 more.
+		assert.LessOrEqual(t, scored, at+10, "%v: scored %d, %d when signalled", sig, scored, at)
+		assert.Contains(t, summary.String(), fmt.Sprintf("INTERRUPTED after scoring %d case(s)", scored))
+	}
+}

@@ -24,6 +24,7 @@ import (
 const (
 	frameCase    byte = 'C' // parent to child: one case: its line number or index (uint32), then its line (score)
 	frameCancel  byte = 'X' // parent to child: stop; cases taken get canceled results
+	frameEnd     byte = 'E' // parent to child: no more cases; the pipe stays open for a cancel
 	frameHello   byte = 'H' // child to parent: the metric loaded
 	frameResults byte = 'R' // child to parent: result records (appendRecord)
 	frameModels  byte = 'M' // child to parent: model use so far (JSON, modelUse)
@@ -106,7 +107,7 @@ func (fr *frameReader) next() (byte, []byte, error) {
 
 func knownFrame(t byte) bool {
 	switch t {
-	case frameCase, frameCancel, frameHello, frameResults, frameModels, frameWedged, frameChecks, frameFailed, frameDone, framePing:
+	case frameCase, frameCancel, frameEnd, frameHello, frameResults, frameModels, frameWedged, frameChecks, frameFailed, frameDone, framePing:
 		return true
 	}
 	return false

@@ -263,17 +263,23 @@ func (s *supervisor) start(solo bool) (*child, error) {
 	return c, nil
 }
 
-// sender writes the cases it is given to the child, and the cancel frame.
+// sender writes the cases it is given to the child, then the end frame,
+// and the cancel frame whenever it comes. The pipe stays open after the
+// last case so that a run whose every case was sent can still be cancelled.
 func (c *child) sender(w *os.File) {
 	defer w.Close()
 	var buf []byte
 	var num [4]byte
-	cancel := c.cancel
-	for {
+	send, cancel := c.send, c.cancel
+	for send != nil || cancel != nil {
 		select {
-		case batch, ok := <-c.send:
+		case batch, ok := <-send:
 			if !ok {
-				return
+				if _, err := w.Write(appendFrame(nil, frameEnd, nil)); err != nil {
+					return
+				}
+				send = nil
+				continue
 			}
 			buf = buf[:0]
 			for _, e := range batch {
@@ -290,6 +296,8 @@ func (c *child) sender(w *os.File) {
 		case <-cancel:
 			w.Write(appendFrame(nil, frameCancel, nil))
 			cancel = nil
+		case <-c.exited:
+			return
 		}
 	}
 }
