@@ -31,8 +31,10 @@ type Case struct {
 func InvalidCase(id string, err error) Case { return Case{ID: id, invalid: err} }
 
 // Observation is what was measured for a case; nil fields were not
-// measured. skynet.observation(), skynet.service_cost() and skynet.reward()
-// read it; Python cannot change it.
+// measured. Its fields are RunMS and CostUSD (*float64: milliseconds, US
+// dollars), and ModelCalls, InputTokens and OutputTokens (*int64); see go doc
+// skynetmod.Observation. skynet.observation(), skynet.service_cost() and
+// skynet.reward() read it; Python cannot change it.
 type Observation = skynetmod.Observation
 
 // Result is the outcome of one case. Exactly one Result comes out of every
@@ -53,7 +55,9 @@ type Result struct {
 	Extra map[string]any
 	// Warnings report side-info keys that were dropped, and why.
 	Warnings []string
-	// Err is set when the case did not produce a valid score.
+	// Err is set when the case did not produce a valid score. It is a
+	// *CaseError, not an error: test it against nil before handing it on
+	// as an error, since a nil *CaseError in an error is not a nil error.
 	Err *CaseError
 	// Logs is what score wrote to sys.stdout and sys.stderr (bounded).
 	Logs string
@@ -73,13 +77,17 @@ type ErrorKind string
 const (
 	// KindException: score raised (any exception, SystemExit included).
 	KindException ErrorKind = "exception"
-	// KindTimeout: score overran the timeout and was stopped.
+	// KindTimeout: score overran the timeout. The Result comes at the
+	// timeout and the call is interrupted; a call blocked outside Python
+	// bytecode (time.sleep, a socket read without its own timeout, C code)
+	// runs on until it returns, and its worker is replaced after 0.5 s.
 	KindTimeout ErrorKind = "timeout"
 	// KindContract: score returned a value that breaks the contract.
 	KindContract ErrorKind = "contract"
 	// KindInput: the case itself is malformed (bad line, input not a dict).
 	KindInput ErrorKind = "input"
-	// KindCanceled: the context was cancelled or the engine closed.
+	// KindCanceled: the context ended or the engine closed; errors.Is
+	// with context.DeadlineExceeded, context.Canceled or ErrClosed says which.
 	KindCanceled ErrorKind = "canceled"
 	// KindRun: the program's run raised or overran its time limit.
 	KindRun ErrorKind = "run"
@@ -94,8 +102,10 @@ const (
 type CaseError struct {
 	// Kind classifies the failure, for callers that count or retry by it.
 	Kind ErrorKind
-	// Message names the case, the rule broken and what was found, e.g.
-	// "case 2: metric's return value: score must be a number, got str '0.8'".
+	// Message says what went wrong. The engine's name the case first, e.g.
+	// "case 2: metric's return value: score must be a number, got str
+	// '0.8'", except an exception's: Python's "Type: message", the same as
+	// the Result's Feedback, which an optimizer sees.
 	Message string
 	// Traceback is the Python traceback, for the user's results file only.
 	Traceback string

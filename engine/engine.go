@@ -93,9 +93,12 @@ type Options struct {
 	// AllowWrites are the directories untrusted code may write to
 	// (process-wide: every untrusted engine shares them).
 	AllowWrites []string
-	// LLM makes the metric's skynet.llm() calls. Nil: a client configured
-	// from the environment (SKYNET_METRIC_MODEL, SKYNET_REFLECTION_MODEL,
-	// SKYNET_LLM_BASE_URL or OPENAI_BASE_URL, SKYNET_API_KEY or OPENAI_API_KEY).
+	// LLM makes the metric's skynet.llm() calls. Nil: EnvLLM's client,
+	// configured from the environment (SKYNET_METRIC_MODEL,
+	// SKYNET_REFLECTION_MODEL, SKYNET_LLM_BASE_URL or OPENAI_BASE_URL,
+	// SKYNET_API_KEY or OPENAI_API_KEY) once per process, at the first Open:
+	// variables set later are not seen, so pass a client made with llm.New
+	// to configure an engine in code.
 	LLM *llm.Client
 }
 
@@ -194,7 +197,9 @@ func (e *Engine) LLM() *llm.Client { return e.llm }
 
 // Stats counts what an engine has done, for optimizers that enforce budgets.
 type Stats struct {
-	// ScoreCalls is how many times score was called (run to the end or not).
+	// ScoreCalls is how many score calls have returned, with a score or
+	// not. A call still running after its timeout (blocked in time.sleep or
+	// a socket read) is counted when it returns.
 	ScoreCalls int64
 	// Models counts llm() calls, tokens, cost and cache hits by role. They
 	// are the client's: totals over every engine that shares it.
@@ -516,8 +521,12 @@ func (e *Engine) RewardSpec() *reward.Spec { return e.spec }
 // canceled Result: errors.Is(r.Err, ErrClosed).
 var ErrClosed = errors.New("engine is closed")
 
-// Close stops the workers and unloads the metric. It is idempotent and does
-// not wait for a worker stuck in a call that cannot be interrupted.
+// Close stops the workers and unloads the metric; cases in flight get
+// canceled Results (errors.Is(r.Err, ErrClosed)). It is idempotent. It waits
+// at most 2 s for calls in flight to return: a call blocked outside Python
+// bytecode (a sleep, a socket read, C code) keeps its worker's goroutine and
+// thread until it returns, and the one goroutine that owns the interpreter
+// stays for the life of the process.
 func (e *Engine) Close() error {
 	e.closing.Do(func() {
 		e.closed.Store(true)

@@ -264,7 +264,8 @@ func (e *Engine) waitJob(ctx context.Context, g *group, k int) bool {
 
 // ScoreAll scores a stream of cases and yields each result with its case's
 // index, in input order. Cases travel in groups of up to 64, with up to
-// window cases in flight (0: a default that keeps every worker busy).
+// window cases in flight (0: a default that keeps every worker busy), so it
+// reads up to 64 cases ahead of the results yielded even with a small window.
 // Stopping the iteration early, or cancelling ctx, cancels the cases still
 // in flight; after a cancellation no further cases are read.
 func (e *Engine) ScoreAll(ctx context.Context, cases iter.Seq[Case], window int) iter.Seq2[int, Result] {

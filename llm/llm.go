@@ -148,13 +148,14 @@ type NoModelError struct {
 	Role Role // the role that has no model
 }
 
-// Error names the flag and variable that configure the role's model.
+// Error names the flag, variable and Config field that configure the
+// role's model: the message reaches CLI and Go API users alike.
 func (e *NoModelError) Error() string {
 	switch e.Role {
 	case RoleTask:
-		return "no task model is configured: set --task-model (or SKYNET_TASK_MODEL)"
+		return "no task model is configured: set --task-model or SKYNET_TASK_MODEL (in Go, llm.Config.TaskModel)"
 	default:
-		return "no metric model is configured: set --metric-model or --reflection-model (or SKYNET_METRIC_MODEL / SKYNET_REFLECTION_MODEL)"
+		return "no metric model is configured: set --metric-model or --reflection-model, or SKYNET_METRIC_MODEL or SKYNET_REFLECTION_MODEL (in Go, llm.Config.MetricModel or ReflectionModel)"
 	}
 }
 

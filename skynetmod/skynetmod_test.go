@@ -183,7 +183,7 @@ func TestLLMWithoutModelIsClear(t *testing.T) {
 	pe, ok := cpython.AsError(err)
 	require.True(t, ok)
 	assert.Equal(t, "RuntimeError", pe.Type)
-	assert.Equal(t, "skynet.llm: no metric model is configured: set --metric-model or --reflection-model (or SKYNET_METRIC_MODEL / SKYNET_REFLECTION_MODEL)", pe.Message)
+	assert.Equal(t, "skynet.llm: no metric model is configured: set --metric-model or --reflection-model, or SKYNET_METRIC_MODEL or SKYNET_REFLECTION_MODEL (in Go, llm.Config.MetricModel or ReflectionModel)", pe.Message)
 }
 
 func TestLLMCallsTheSlotsModel(t *testing.T) {
