@@ -35,7 +35,9 @@ def _inspect(module, name, kind, returns):
     if fn is None:
         return None, None, f"the {kind} defines no `{name}` function"
     if not callable(fn):
-        return None, None, f"`{name}` is a {type(fn).__name__}, not a function"
+        kind_of = type(fn).__name__
+        article = "an" if kind_of[:1] in "aeiou" else "a"
+        return None, None, f"`{name}` is {article} {kind_of}, not a function"
     if inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn):
         return None, None, f"`{name}` is `async def`; it must be a plain `def` (Skynet calls it directly)"
     if inspect.isgeneratorfunction(fn):
@@ -67,6 +69,11 @@ def arity(module):
     want = "score must take (input, output) or (input, output, expected=None)"
     if kw_required:
         return [0, f"{found}: keyword-only parameter(s) {', '.join(kw_required)} have no default; {want}"]
+    kw_expected = sig.parameters.get("expected")
+    if kw_expected is not None and kw_expected.kind == kw_expected.KEYWORD_ONLY and not var_positional and len(positional) == 2:
+        # Skynet passes expected by position: a keyword-only one would always be its default.
+        return [0, f"{found}: `expected` is keyword-only, so it would never be passed; "
+                   "make it the third positional parameter: def score(input, output, expected=None)"]
     if len(required) > 3:
         return [0, f"{found}: {len(required)} required parameters; {want}"]
     if var_positional:

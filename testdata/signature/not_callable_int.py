@@ -1,0 +1,2 @@
+# signature: `score` is an int, not a function
+score = 3
