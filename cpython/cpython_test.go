@@ -345,3 +345,25 @@ func TestSecondInitializeWithOtherConfigFails(t *testing.T) {
 	assert.NoError(t, Initialize(Config{}))
 	assert.ErrorIs(t, Initialize(Config{Executable: os.Args[0]}), errConfigConflict)
 }
+
+// A JSON error names the character where it stopped as that character, not
+// as its first byte read as Latin-1 (U+00A0 was reported as 'Â').
+func TestJSONErrorNamesTheCharacter(t *testing.T) {
+	for src, want := range map[string]string{
+		"\u00a0":            "unexpected U+00A0",
+		"é":                 "unexpected 'é' (U+00E9)",
+		"x":                 "unexpected 'x'",
+		"\xc2":              "unexpected byte 0xC2 (not UTF-8)",
+		"{\"a\": 1 \u00a0}": "unexpected U+00A0, expected ',' or '}'",
+		"1 \u00a0":          "unexpected U+00A0 after the JSON value",
+	} {
+		_, err := AppendJSON(nil, []byte(src))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("AppendJSON(%q) = %v, want %q", src, err, want)
+		}
+	}
+	_, err := SplitObject([]byte("{\"a\": 1\u00a0}"), nil)
+	if err == nil || !strings.Contains(err.Error(), "unexpected U+00A0") {
+		t.Errorf("SplitObject: %v", err)
+	}
+}

@@ -3,6 +3,7 @@ package cpython
 import (
 	"encoding/binary"
 	"fmt"
+	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -18,7 +19,7 @@ func AppendJSON(dst, src []byte) ([]byte, error) {
 	}
 	p.space()
 	if p.i != len(p.src) {
-		return dst, p.errorf("unexpected %q after the JSON value", p.src[p.i])
+		return dst, p.errorf("unexpected %s after the JSON value", p.char())
 	}
 	return p.out, nil
 }
@@ -42,6 +43,23 @@ type jsonParser struct {
 
 func (p *jsonParser) errorf(format string, args ...any) error {
 	return &jsonError{offset: p.i, msg: fmt.Sprintf(format, args...)}
+}
+
+// char names the character at the offset for an error message: a printable
+// one quoted ('x', 'é' U+00E9), another by its code point (U+00A0), and a
+// byte that does not start valid UTF-8 as that byte, never as the Latin-1
+// character it would be on its own ('Â' for the first byte of U+00A0).
+func (p *jsonParser) char() string {
+	r, size := utf8.DecodeRune(p.src[p.i:])
+	switch {
+	case r == utf8.RuneError && size <= 1:
+		return fmt.Sprintf("byte 0x%02X (not UTF-8)", p.src[p.i])
+	case r < utf8.RuneSelf && unicode.IsPrint(r):
+		return fmt.Sprintf("%q", r)
+	case unicode.IsPrint(r):
+		return fmt.Sprintf("%q (U+%04X)", r, r)
+	}
+	return fmt.Sprintf("U+%04X", r)
 }
 
 func (p *jsonParser) space() {
@@ -90,7 +108,7 @@ func (p *jsonParser) value(depth int) error {
 	case c == 'N':
 		return p.errorf("NaN is not JSON")
 	default:
-		return p.errorf("unexpected %q", c)
+		return p.errorf("unexpected %s", p.char())
 	}
 }
 
@@ -125,7 +143,7 @@ func (p *jsonParser) container(tag byte, depth int, close byte, member func() er
 			p.i++
 			break
 		}
-		return p.errorf("unexpected %q, expected ',' or %q", p.src[p.i], close)
+		return p.errorf("unexpected %s, expected ',' or %q", p.char(), close)
 	}
 	// Insert the count before the members now that it is known.
 	var tmp [binary.MaxVarintLen64]byte
@@ -406,12 +424,12 @@ func SplitObject(src []byte, members []Member) ([]Member, error) {
 				p.i++
 				break
 			}
-			return members, p.errorf("unexpected %q, expected ',' or '}'", p.src[p.i])
+			return members, p.errorf("unexpected %s, expected ',' or '}'", p.char())
 		}
 	}
 	p.space()
 	if p.i != len(p.src) {
-		return members, p.errorf("unexpected %q after the JSON object", p.src[p.i])
+		return members, p.errorf("unexpected %s after the JSON object", p.char())
 	}
 	return members, nil
 }

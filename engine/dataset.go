@@ -31,7 +31,8 @@ type Dataset struct {
 	// Outputs are the output columns; empty: expected is None.
 	Outputs []string
 	// Split keeps one split: rows whose "split" column equals it, or the
-	// split's file in a directory. Empty: every row of a file.
+	// split's file in a directory. Empty: every row of a file. It is
+	// case-sensitive.
 	Split string
 	// Sample picks that many rows at random (reproducibly from Seed),
 	// keeping their order; Limit then keeps the first Limit. 0: all.
@@ -50,8 +51,9 @@ type row struct {
 
 // Cases reads the dataset. A bad row (missing column, bad JSON, not an
 // object) becomes a Case that yields an input error naming file and line;
-// no row is dropped. An error is returned only when the dataset cannot be
-// read at all.
+// no row is dropped. An error is returned when the dataset cannot be read
+// at all, holds no rows, or Split selects none (a *SplitError). A UTF-8
+// byte order mark at the start of a file is skipped; CRLF reads as LF.
 func (d Dataset) Cases() ([]Case, error) {
 	path, err := d.file()
 	if err != nil {
@@ -69,7 +71,13 @@ func (d Dataset) Cases() ([]Case, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(rows) == 0 {
+		return nil, fmt.Errorf("dataset %s has no cases: it holds no rows", path)
+	}
 	if d.Split != "" && !isDir(d.Path) {
+		if err := d.splitExists(path, rows); err != nil {
+			return nil, err
+		}
 		rows = slices.DeleteFunc(rows, func(r row) bool {
 			v, ok := field(r, "split")
 			return r.err == nil && (!ok || jsonString(v) != d.Split)
@@ -102,16 +110,108 @@ func (d Dataset) file() (string, error) {
 		}
 		return d.Path, nil
 	}
-	if d.Split == "" {
-		return "", fmt.Errorf("dataset %s is a directory of splits: choose one (--split train|val|test)", d.Path)
+	splits := splitFiles(d.Path)
+	if len(splits) == 0 {
+		return "", fmt.Errorf("dataset %s is a directory with no split file in it (train.jsonl, val.csv, ...)", d.Path)
 	}
-	for _, ext := range []string{".jsonl", ".ndjson", ".csv"} {
+	if d.Split == "" {
+		return "", fmt.Errorf("dataset %s is a directory of splits: choose one (--split %s)", d.Path, strings.Join(splits, "|"))
+	}
+	for _, ext := range datasetExts {
 		p := filepath.Join(d.Path, d.Split+ext)
 		if _, err := os.Stat(p); err == nil {
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("dataset %s: no file for split %q (%s.jsonl or %s.csv)", d.Path, d.Split, d.Split, d.Split)
+	return "", &SplitError{Path: d.Path, Split: d.Split, Splits: splits, Dir: true}
+}
+
+// datasetExts are the endings of the files a dataset is read from, in the
+// order a split directory's files are looked for.
+var datasetExts = []string{".jsonl", ".ndjson", ".csv"}
+
+// splitFiles names the splits a directory holds a file for, the usual ones
+// first (train, val, test), then the others in alphabetical order.
+func splitFiles(dir string) []string {
+	entries, _ := os.ReadDir(dir)
+	var splits []string
+	for _, e := range entries {
+		for _, ext := range datasetExts {
+			if name, ok := strings.CutSuffix(e.Name(), ext); ok && name != "" && !e.IsDir() && !slices.Contains(splits, name) {
+				splits = append(splits, name)
+			}
+		}
+	}
+	rank := func(s string) int {
+		switch s {
+		case "train":
+			return 0
+		case "val", "validation", "dev":
+			return 1
+		case "test":
+			return 2
+		}
+		return 3
+	}
+	slices.SortFunc(splits, func(a, b string) int {
+		if ra, rb := rank(a), rank(b); ra != rb {
+			return ra - rb
+		}
+		return strings.Compare(a, b)
+	})
+	return splits
+}
+
+// SplitError is a Dataset whose Split selects nothing: no row of the file
+// has that value in its "split" column (or the file has no such column),
+// or a directory of splits has no file for it.
+type SplitError struct {
+	Path     string   // the dataset file or directory
+	Split    string   // the split asked for
+	Splits   []string // the splits there are: the column's values in order of appearance, or the directory's files
+	NoColumn bool     // the file has no "split" column
+	Dir      bool     // Path is a directory of split files
+}
+
+// Error names the file and the splits it has, and the one meant when only
+// letter case differs (splits are case-sensitive).
+func (e *SplitError) Error() string {
+	var msg string
+	switch {
+	case e.Dir:
+		msg = fmt.Sprintf("dataset %s has no file for split %q (its splits: %s)", e.Path, e.Split, strings.Join(e.Splits, ", "))
+	case e.NoColumn:
+		return fmt.Sprintf("%s has no \"split\" column", e.Path)
+	default:
+		msg = fmt.Sprintf("no row of %s has split %q (its splits: %s)", e.Path, e.Split, strings.Join(e.Splits, ", "))
+	}
+	for _, s := range e.Splits {
+		if strings.EqualFold(s, e.Split) {
+			msg += fmt.Sprintf("; splits are case-sensitive: did you mean %q?", s)
+			break
+		}
+	}
+	return msg
+}
+
+// splitExists says, as a *SplitError, when no readable row of the file is
+// in d.Split.
+func (d Dataset) splitExists(path string, rows []row) error {
+	var splits []string
+	for _, r := range rows {
+		v, ok := field(r, "split")
+		if r.err != nil || !ok {
+			continue
+		}
+		s := jsonString(v)
+		if s == d.Split {
+			return nil
+		}
+		if !slices.Contains(splits, s) {
+			splits = append(splits, s)
+		}
+	}
+	return &SplitError{Path: path, Split: d.Split, Splits: splits, NoColumn: len(splits) == 0}
 }
 
 func isDir(p string) bool {
@@ -194,6 +294,7 @@ func readJSONL(path string) ([]row, error) {
 	defer f.Close()
 	var rows []row
 	br := bufio.NewReaderSize(f, 1<<16)
+	skipBOM(br)
 	for n := 1; ; n++ {
 		line, err := br.ReadBytes('\n')
 		if len(line) == 0 && err != nil {
@@ -202,7 +303,7 @@ func readJSONL(path string) ([]row, error) {
 			}
 			return nil, fmt.Errorf("dataset %s: %w", path, err)
 		}
-		line = bytes.TrimSpace(line)
+		line = trimJSONSpace(line) // CR of a CRLF too; a U+00A0 line is a bad row, not blank
 		if len(line) == 0 {
 			continue
 		}
@@ -228,12 +329,18 @@ func readCSV(path string) ([]row, error) {
 		return nil, fmt.Errorf("dataset: %w", err)
 	}
 	defer f.Close()
-	cr := csv.NewReader(f)
+	br := bufio.NewReaderSize(f, 1<<16)
+	skipBOM(br)
+	cr := csv.NewReader(br) // CRLF line endings are read as LF
 	cr.FieldsPerRecord = -1 // a short row is that row's error, not the file's
 	header, err := cr.Read()
+	if err == io.EOF {
+		return nil, fmt.Errorf("dataset %s has no cases: it is empty (a CSV dataset starts with a header row)", path)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("dataset %s: reading the header row: %w", path, err)
 	}
+	idCol := slices.Index(header, "id")
 	var rows []row
 	for {
 		rec, err := cr.Read()
@@ -249,7 +356,21 @@ func readCSV(path string) ([]row, error) {
 		case err != nil:
 			return nil, fmt.Errorf("dataset %s: %w", path, err)
 		case len(rec) != len(header):
-			r.err = fmt.Errorf("%d fields, the header has %d", len(rec), len(header))
+			if idCol >= 0 && idCol < len(rec) {
+				r.id = rec[idCol] // the row's own id, though the row is bad
+			}
+			fields := fmt.Sprintf("%d fields", len(rec))
+			if len(rec) == 1 {
+				fields = "1 field"
+			}
+			r.err = fmt.Errorf("%s, the header has %d", fields, len(header))
+			if len(rec) < len(header) {
+				missing := make([]string, 0, len(header)-len(rec))
+				for _, col := range header[len(rec):] {
+					missing = append(missing, strconv.Quote(col))
+				}
+				r.err = fmt.Errorf("%s, the header has %d: no value for %s", fields, len(header), strings.Join(missing, ", "))
+			}
 		default:
 			for i, v := range rec {
 				raw, _ := json.Marshal(v) // CSV values are strings, as Python's csv module reads them
@@ -260,5 +381,13 @@ func readCSV(path string) ([]row, error) {
 			}
 		}
 		rows = append(rows, r)
+	}
+}
+
+// skipBOM passes over a UTF-8 byte order mark at the start of br, as the
+// case-file reader does.
+func skipBOM(br *bufio.Reader) {
+	if b, err := br.Peek(len(utf8BOM)); err == nil && bytes.Equal(b, utf8BOM) {
+		br.Discard(len(utf8BOM))
 	}
 }

@@ -2,6 +2,9 @@ package engine
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -69,4 +72,108 @@ func TestDatasetBadRowsAreKept(t *testing.T) {
 		"input: ../testdata/dataset/bad_rows.jsonl:4: invalid JSON at byte 31: unterminated string",
 		"ok",
 	}, got)
+}
+
+func writeDataset(t *testing.T, dir, name, text string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	require.NoError(t, os.WriteFile(p, []byte(text), 0o644))
+	return p
+}
+
+// A UTF-8 byte order mark at the start of a dataset is skipped, as in a
+// case file, and CRLF line endings read as LF: CSV and JSONL, single files
+// and a split directory's. Without it the first CSV column was "\ufeffid"
+// (every id lost, a "\ufeffid" input column) and JSONL's first row bad JSON.
+func TestDatasetBOMAndCRLF(t *testing.T) {
+	dir := t.TempDir()
+	const bom = "\ufeff"
+	csvText := "id,message,label,split\r\na1,hello,x,val\r\na2,\"two\r\nlines\",y,val\r\n"
+	jsonlText := `{"id": "a1", "message": "hello", "label": "x", "split": "val"}` + "\r\n" + `{"id": "a2", "message": "two", "label": "y", "split": "val"}` + "\r\n"
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "splits"), 0o755))
+	for _, path := range []string{
+		writeDataset(t, dir, "bom.csv", bom+csvText),
+		writeDataset(t, dir, "bom.jsonl", bom+jsonlText),
+		writeDataset(t, dir, "splits/val.csv", bom+csvText),
+		writeDataset(t, dir, "splits/test.jsonl", bom+jsonlText),
+	} {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			d := Dataset{Path: path, Outputs: []string{"label"}}
+			if filepath.Base(filepath.Dir(path)) == "splits" {
+				d.Path, d.Split = filepath.Dir(path), strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+			} else {
+				d.Split = "val"
+			}
+			cases, err := d.Cases()
+			require.NoError(t, err)
+			require.Equal(t, []string{"a1", "a2"}, ids(cases))
+			for _, c := range cases {
+				require.Nil(t, c.invalid, "%s: %v", c.ID, c.invalid)
+			}
+			assert.Equal(t, `{"message":"hello"}`, string(cases[0].Input.(json.RawMessage)), "no \\ufeffid column, no \\r in a value")
+			assert.Equal(t, `{"label":"x"}`, string(cases[0].Expected.(json.RawMessage)))
+		})
+	}
+}
+
+// A split that selects nothing is an error naming the file and the splits
+// it has (and the one meant when only case differs), not zero cases.
+func TestDatasetSplitSelectsNothing(t *testing.T) {
+	dir := t.TempDir()
+	data := writeDataset(t, dir, "data.csv", "id,message,split\n1,a,train\n2,b,val\n3,c,train\n")
+	nosplit := writeDataset(t, dir, "nosplit.jsonl", `{"id": "1", "message": "a"}`+"\n")
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "splits"), 0o755))
+	writeDataset(t, dir, "splits/val.jsonl", `{"id": "1", "message": "a"}`+"\n")
+	writeDataset(t, dir, "splits/train.csv", "id,message\n1,a\n")
+	writeDataset(t, dir, "splits/notes.txt", "not a split")
+	splits := filepath.Join(dir, "splits")
+	for _, tc := range []struct {
+		d    Dataset
+		want string
+	}{
+		{Dataset{Path: data, Split: "test"}, `no row of ` + data + ` has split "test" (its splits: train, val)`},
+		{Dataset{Path: data, Split: "Val"}, `no row of ` + data + ` has split "Val" (its splits: train, val); splits are case-sensitive: did you mean "val"?`},
+		{Dataset{Path: nosplit, Split: "val"}, nosplit + ` has no "split" column`},
+		{Dataset{Path: splits, Split: "nope"}, `dataset ` + splits + ` has no file for split "nope" (its splits: train, val)`},
+		{Dataset{Path: splits, Split: "VAL"}, `(its splits: train, val); splits are case-sensitive: did you mean "val"?`},
+		{Dataset{Path: splits}, "choose one (--split train|val)"},
+	} {
+		_, err := tc.d.Cases()
+		require.Error(t, err, "%+v", tc.d)
+		assert.Contains(t, err.Error(), tc.want)
+		var se *SplitError
+		if tc.d.Split != "" {
+			assert.ErrorAs(t, err, &se)
+		}
+	}
+	cases, err := Dataset{Path: data, Split: "val"}.Cases()
+	require.NoError(t, err)
+	assert.Equal(t, []string{"2"}, ids(cases))
+}
+
+// A dataset without rows is an error naming it: there is nothing to evaluate.
+func TestDatasetWithoutRows(t *testing.T) {
+	dir := t.TempDir()
+	for name, text := range map[string]string{"empty.csv": "", "header.csv": "id,message\r\n", "empty.jsonl": "", "blank.jsonl": "\n \r\n\t\n", "bom.jsonl": "\ufeff\n"} {
+		path := writeDataset(t, dir, name, text)
+		_, err := Dataset{Path: path}.Cases()
+		assert.ErrorContains(t, err, "dataset "+path+" has no cases", name)
+		_, err = Dataset{Path: path, Split: "val"}.Cases()
+		assert.ErrorContains(t, err, "has no cases", "%s: no rows at all, not a split missing", name)
+	}
+}
+
+// A CSV row with fewer cells than the header keeps its id when its id cell
+// is there, and its error names the columns without a value.
+func TestDatasetShortCSVRowKeepsID(t *testing.T) {
+	dir := t.TempDir()
+	path := writeDataset(t, dir, "short.csv", "id,message,label\nz1,hi,x\nz2,short\nz3\nz4,a,b,extra\n")
+	cases, err := Dataset{Path: path, Outputs: []string{"label"}}.Cases()
+	require.NoError(t, err)
+	require.Equal(t, []string{"z1", "z2", "z3", "z4"}, ids(cases))
+	assert.Nil(t, cases[0].invalid)
+	require.NotNil(t, cases[1].invalid)
+	assert.Equal(t, path+`:3: 2 fields, the header has 3: no value for "label"`, cases[1].invalid.Error())
+	assert.Equal(t, path+`:4: 1 field, the header has 3: no value for "message", "label"`, cases[2].invalid.Error())
+	assert.Equal(t, path+`:5: 4 fields, the header has 3`, cases[3].invalid.Error())
 }

@@ -113,6 +113,13 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	if *data == "" {
 		*data = filepath.Join(filepath.Dir(*metric), "cases.jsonl")
 	}
+	if stdinData(stderr, "bench", *data) || caseFile(stderr, "bench", *data) {
+		return exitUsage
+	}
+	if *file == "-" {
+		fmt.Fprintln(stderr, "skynet bench: --file -: standard input is read by skynet score only; give a file")
+		return exitUsage
+	}
 	if *n < 1 || *runs < 1 || *perProcess < 1 {
 		fmt.Fprintln(stderr, "skynet bench: --cases, --runs and --per-process-cases must be at least 1")
 		return exitUsage

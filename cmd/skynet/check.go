@@ -29,7 +29,8 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
 	}
-	if !required(stderr, "check", "metric", *metric, "data", *data) || missingFiles(stderr, "check", "metric", *metric) {
+	if !required(stderr, "check", "metric", *metric, "data", *data) || missingFiles(stderr, "check", "metric", *metric) ||
+		stdinData(stderr, "check", *data) || caseFile(stderr, "check", *data) {
 		return exitUsage
 	}
 	if *samples < 1 {

@@ -40,7 +40,7 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	if !required(stderr, "eval", "program", *program, "artifact", *artifactPath, "metric", *metric, "data", *data) ||
-		missingFiles(stderr, "eval", "program", *program, "metric", *metric) {
+		missingFiles(stderr, "eval", "program", *program, "metric", *metric) || stdinData(stderr, "eval", *data) {
 		return exitUsage
 	}
 	if *workers < 1 || *limit < 0 || *sample < 0 {
@@ -59,6 +59,11 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 	}
 	cases, err := engine.Dataset{Path: *data, Inputs: columns(*inputs), Outputs: columns(*outputs), Split: *split,
 		Sample: *sample, Seed: *seed, Limit: *limit}.Cases()
+	var splitErr *engine.SplitError
+	if errors.As(err, &splitErr) {
+		fmt.Fprintf(stderr, "skynet eval: --split %s: %v\n", *split, err)
+		return exitUsage
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "skynet eval: %v\n", err)
 		return exitUsage

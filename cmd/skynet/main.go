@@ -184,6 +184,27 @@ func missingFiles(stderr io.Writer, cmd string, pairs ...string) bool {
 	return false
 }
 
+// stdinData refuses --data - for a command other than score: check and eval
+// read the data again in their child process, which has no such stdin, and
+// bench cycles the cases of a file.
+func stdinData(stderr io.Writer, cmd, data string) bool {
+	if data != "-" {
+		return false
+	}
+	fmt.Fprintf(stderr, "skynet %s: --data -: standard input is read by skynet score only; give a file\n", cmd)
+	return true
+}
+
+// caseFile refuses a --data that is a directory, at once: a case file is
+// one file (skynet eval reads a directory of splits).
+func caseFile(stderr io.Writer, cmd, data string) bool {
+	if st, err := os.Stat(data); err != nil || !st.IsDir() {
+		return false
+	}
+	fmt.Fprintf(stderr, "skynet %s: --data %s is a directory, not a case file (a directory of split files is a dataset: skynet eval reads it)\n", cmd, data)
+	return true
+}
+
 // runStub writes the skynet module's type stub where an editor can find it.
 func runStub(args []string, stdout, stderr io.Writer) int {
 	if len(args) != 1 || strings.HasPrefix(args[0], "-") {

@@ -146,3 +146,240 @@ func TestCheckSaysCaseAndRuleOnce(t *testing.T) {
 	assert.Contains(t, out, "FAILED  metric's return value [case t1]: score raised KeyError: 'labels'\n")
 	assert.NotContains(t, out, "fix:")
 }
+
+// Defects a newcomer met in eval's datasets and score's inputs (issue 18).
+
+const keywordsProgram = "../../testdata/programs/keywords.py"
+
+// evalLines runs skynet eval and reads its results with the output run gave.
+func evalLines(t *testing.T, args ...string) (code int, lines []evalLine, errOut string) {
+	t.Helper()
+	code, out, errOut := skynet(append([]string{"eval", "--metric", example + "metric.py", "--program", keywordsProgram,
+		"--artifact", datasetDir + "keywords.txt"}, args...)...)
+	if strings.TrimSpace(out) == "" {
+		return code, nil, errOut
+	}
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		var r evalLine
+		require.NoError(t, json.Unmarshal([]byte(l), &r), l)
+		lines = append(lines, r)
+	}
+	return code, lines, errOut
+}
+
+type evalLine struct {
+	ID     string      `json:"id"`
+	Output any         `json:"output"`
+	Error  *errorField `json:"error"`
+}
+
+// A UTF-8 byte order mark at the start of a dataset is skipped (as score
+// skips it in a case file) and CRLF line endings read: the first CSV column
+// was "\ufeffid", so the ids were lost and a "\ufeffid" column reached run;
+// a JSONL dataset's first row was bad JSON. CSV and JSONL, files and a
+// split directory's.
+func TestEvalDatasetBOMAndCRLF(t *testing.T) {
+	dir := t.TempDir()
+	echo := writeFile(t, dir, "echo.py", "def run(artifact, input):\n    return ','.join(sorted(input))\n")
+	const bom = "\ufeff"
+	csvText := bom + "id,message,label,split\r\nb1,charged twice,billing,val\r\nb2,\"it crashes\r\nevery time\",bug,val\r\n"
+	jsonlText := bom + `{"id": "b1", "message": "charged twice", "label": "billing", "split": "val"}` + "\r\n" +
+		`{"id": "b2", "message": "it crashes", "label": "bug", "split": "val"}` + "\r\n"
+	require.NoError(t, os.Mkdir(dir+"/splits", 0o755))
+	writeFile(t, dir, "splits/val.csv", csvText)
+	writeFile(t, dir, "splits/test.jsonl", jsonlText)
+	for _, tc := range []struct{ name, data, split string }{
+		{"csv", writeFile(t, dir, "data.csv", csvText), ""},
+		{"jsonl", writeFile(t, dir, "data.jsonl", jsonlText), "val"},
+		{"split dir csv", dir + "/splits", "val"},
+		{"split dir jsonl", dir + "/splits", "test"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := []string{"--data", tc.data, "--outputs", "label"}
+			if tc.split != "" {
+				args = append(args, "--split", tc.split)
+			}
+			code, lines, errOut := evalLines(t, args...)
+			require.Equal(t, exitOK, code, errOut)
+			require.Len(t, lines, 2, errOut)
+			for i, r := range lines {
+				assert.Equal(t, []string{"b1", "b2"}[i], r.ID)
+				assert.Nil(t, r.Error)
+			}
+			code, lines, errOut = skynetEvalWith(t, echo, args...)
+			require.Equal(t, exitOK, code, errOut)
+			assert.Equal(t, "message", lines[0].Output, "run is given the message column only: no \\ufeffid, no split")
+		})
+	}
+}
+
+func skynetEvalWith(t *testing.T, program string, args ...string) (int, []evalLine, string) {
+	t.Helper()
+	code, out, errOut := skynet(append([]string{"eval", "--metric", example + "metric.py", "--program", program,
+		"--artifact", datasetDir + "keywords.txt"}, args...)...)
+	var lines []evalLine
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		var r evalLine
+		if json.Unmarshal([]byte(l), &r) == nil {
+			lines = append(lines, r)
+		}
+	}
+	return code, lines, errOut
+}
+
+// --split that no row has (or a file without a split column) is a usage
+// error naming the file and the splits there are, not "scored 0 case(s)";
+// a split directory lists the split files it holds; splits are
+// case-sensitive, and the error says which one was meant.
+func TestEvalSplitSelectsNothing(t *testing.T) {
+	dir := t.TempDir()
+	data := writeFile(t, dir, "data.csv", "id,message,label,split\nc1,charged twice,billing,train\nc2,crash,bug,val\n")
+	nosplit := writeFile(t, dir, "nosplit.csv", "id,message,label\nc1,charged twice,billing\n")
+	require.NoError(t, os.Mkdir(dir+"/splits", 0o755))
+	writeFile(t, dir, "splits/train.jsonl", `{"id": "d1", "message": "m", "label": "billing"}`+"\n")
+	writeFile(t, dir, "splits/val.jsonl", `{"id": "d2", "message": "m", "label": "billing"}`+"\n")
+	for _, tc := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"--data", data, "--split", "test"}, "skynet eval: --split test: no row of " + data + ` has split "test" (its splits: train, val)` + "\n"},
+		{[]string{"--data", data, "--split", "Val"}, `(its splits: train, val); splits are case-sensitive: did you mean "val"?`},
+		{[]string{"--data", nosplit, "--split", "val"}, "skynet eval: --split val: " + nosplit + ` has no "split" column` + "\n"},
+		{[]string{"--data", dir + "/splits", "--split", "nope"}, `no file for split "nope" (its splits: train, val)` + "\n"},
+		{[]string{"--data", dir + "/splits", "--split", "TRAIN"}, `did you mean "train"?`},
+		{[]string{"--data", dir + "/splits"}, "choose one (--split train|val)\n"},
+	} {
+		code, lines, errOut := evalLines(t, append(tc.args, "--outputs", "label")...)
+		assert.Equal(t, exitUsage, code, errOut)
+		assert.Contains(t, errOut, tc.says)
+		assert.NotContains(t, errOut, "scored 0")
+		assert.Empty(t, lines)
+	}
+	code, lines, errOut := evalLines(t, "--data", data, "--split", "val", "--outputs", "label")
+	assert.Equal(t, exitOK, code, errOut)
+	require.Len(t, lines, 1)
+	assert.Equal(t, "c2", lines[0].ID)
+}
+
+// An empty input (nothing, only blank lines, an empty standard input, an
+// empty dataset) has no cases: exit 2 naming it, as skynet check does; not
+// exit 0 "scored 0 case(s)". A shard that happens to hold none of a file's
+// cases, or a resumed run whose cases are all done, had cases: exit 0.
+func TestEmptyInputHasNoCases(t *testing.T) {
+	dir := t.TempDir()
+	for name, text := range map[string]string{"empty.jsonl": "", "blank.jsonl": "\n  \r\n\t\n", "bom.jsonl": "\ufeff\n"} {
+		data := writeFile(t, dir, name, text)
+		code, out, errOut := skynet("score", "--metric", example+"metric.py", "--data", data)
+		assert.Equal(t, exitUsage, code, errOut)
+		assert.Contains(t, errOut, "skynet score: "+data+" has no cases")
+		assert.NotContains(t, errOut, "scored 0")
+		assert.Empty(t, out)
+		code, _, errOut = skynet("check", "--metric", example+"metric.py", "--data", data)
+		assert.Equal(t, exitUsage, code, errOut)
+	}
+	code, results, errOut, _ := runCLI(t, []byte("\n\n"), "score", "--metric", example+"metric.py", "--data", "-")
+	assert.Equal(t, exitUsage, code, errOut)
+	assert.Contains(t, errOut, "skynet score: standard input has no cases")
+	assert.NotContains(t, errOut, "scored 0")
+	assert.Empty(t, results)
+	code, results, errOut, _ = runCLI(t, []byte{}, "score", "--metric", example+"metric.py", "--data", "-")
+	assert.Equal(t, exitUsage, code, errOut)
+	assert.Empty(t, results)
+
+	for name, text := range map[string]string{"empty.csv": "", "header.csv": "id,message,label\n", "empty.jsonl": ""} {
+		data := writeFile(t, dir, "ds-"+name, text)
+		code, _, errOut := evalLines(t, "--data", data, "--outputs", "label")
+		assert.Equal(t, exitUsage, code, errOut)
+		assert.Contains(t, errOut, "skynet eval: dataset "+data+" has no cases")
+	}
+
+	// One case: one of two shards holds none of it, and exits 0.
+	good := writeFile(t, dir, "good.jsonl", `{"id": "g", "input": {}, "output": "x", "expected": {"label": "x"}}`+"\n")
+	for _, shard := range []string{"0/2", "1/2"} {
+		code, summary, errOut := skynet("score", "--metric", example+"metric.py", "--data", good, "--shard", shard)
+		assert.Equal(t, exitOK, code, "shard %s: %s%s", shard, summary, errOut)
+		assert.NotContains(t, errOut, "no cases")
+	}
+	// Every case done already: resuming scores nothing, and exits 0.
+	out := dir + "/results.jsonl"
+	code, _, errOut = skynet("score", "--metric", example+"metric.py", "--data", good, "--out", out)
+	require.Equal(t, exitOK, code, errOut)
+	code, summary, errOut := skynet("score", "--metric", example+"metric.py", "--data", good, "--out", out, "--resume")
+	assert.Equal(t, exitOK, code, errOut)
+	assert.Contains(t, summary, "resumed: 1 case(s) were already done")
+	code, summary, errOut = skynet("eval", "--metric", example+"metric.py", "--program", keywordsProgram, "--artifact", datasetDir+"keywords.txt",
+		"--data", datasetDir+"tickets.csv", "--outputs", "label", "--shard", "0/50")
+	assert.Equal(t, exitOK, code, "an eval shard without cases: %s%s", summary, errOut)
+}
+
+// skynet score points to skynet eval only when the lines look like dataset
+// rows (JSON objects of columns, or CSV); lines that fail for another
+// reason (too long for --max-line-bytes, not UTF-8) say only that no line
+// is a case. A character in a JSON error is shown as itself (U+00A0), not
+// as its first byte read as Latin-1 ('Â').
+func TestScoreEvalHintOnlyForDatasetRows(t *testing.T) {
+	dir := t.TempDir()
+	notUTF8 := writeFile(t, dir, "latin1.jsonl", "{\"id\": \"a\", \"input\": {}, \"output\": \"caf\xe9\"}\n{\"id\": \"b\", \"input\": {}, \"output\": \"\xff\"}\n")
+	nbsp := writeFile(t, dir, "nbsp.jsonl", "\u00a0\n")
+	for _, tc := range []struct {
+		data  string
+		extra []string
+	}{
+		{example + "cases.jsonl", []string{"--max-line-bytes", "10"}},
+		{notUTF8, nil},
+		{nbsp, nil},
+	} {
+		code, out, errOut := skynet(append([]string{"score", "--metric", example + "metric.py", "--data", tc.data}, tc.extra...)...)
+		assert.Equal(t, exitUsage, code, errOut)
+		assert.Contains(t, errOut, "skynet score: no line of "+tc.data+" is a case (see the input errors in the results): the metric was not called\n")
+		assert.NotContains(t, errOut, "skynet eval", "%s is no dataset", tc.data)
+		assert.NotContains(t, out, "Â")
+		if tc.data == nbsp {
+			assert.Contains(t, out, "unexpected U+00A0")
+		}
+	}
+	// Dataset rows still get the hint, once.
+	rows := writeFile(t, dir, "rows.jsonl", `{"id": "r1", "message": "hi", "label": "x"}`+"\n")
+	code, _, errOut := skynet("score", "--metric", example+"metric.py", "--data", rows)
+	assert.Equal(t, exitUsage, code, errOut)
+	assert.Equal(t, 1, strings.Count(errOut, "use skynet eval --data "+rows), errOut)
+}
+
+// --data - (standard input) is for skynet score; check, eval and bench say
+// so, exit 2, instead of "open -: no such file or directory".
+func TestStdinDataIsForScoreOnly(t *testing.T) {
+	for _, args := range [][]string{
+		{"check", "--metric", example + "metric.py", "--data", "-"},
+		{"eval", "--metric", example + "metric.py", "--program", keywordsProgram, "--artifact", datasetDir + "keywords.txt", "--data", "-"},
+		{"bench", "--metric", example + "metric.py", "--data", "-"},
+	} {
+		code, out, errOut := skynet(args...)
+		assert.Equal(t, exitUsage, code, errOut)
+		assert.Equal(t, "skynet "+args[0]+": --data -: standard input is read by skynet score only; give a file\n", errOut)
+		assert.Empty(t, out)
+	}
+}
+
+// A CSV row with fewer cells than the header keeps its id (it was given
+// its line number) and its error names the columns without a value.
+func TestEvalShortCSVRowKeepsID(t *testing.T) {
+	data := writeFile(t, t.TempDir(), "short.csv", "id,message,label\nz1,charged twice,billing\nz2,short\n")
+	code, lines, errOut := evalLines(t, "--data", data, "--outputs", "label")
+	assert.Equal(t, exitOK, code, errOut)
+	require.Len(t, lines, 2)
+	assert.Equal(t, "z2", lines[1].ID)
+	require.NotNil(t, lines[1].Error)
+	assert.Equal(t, "input", string(lines[1].Error.Kind))
+	assert.Equal(t, data+`:3: 2 fields, the header has 3: no value for "label"`, lines[1].Error.Message)
+}
+
+// skynet score --data DIR is refused at once (exit 2), before any summary;
+// it printed "scored 0 case(s)", then "read .: is a directory".
+func TestScoreDataDirectoryRefused(t *testing.T) {
+	for _, cmd := range []string{"score", "check"} {
+		code, out, errOut := skynet(cmd, "--metric", example+"metric.py", "--data", example)
+		assert.Equal(t, exitUsage, code, errOut)
+		assert.Equal(t, "skynet "+cmd+": --data "+example+" is a directory, not a case file (a directory of split files is a dataset: skynet eval reads it)\n", errOut)
+		assert.Empty(t, out)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"iter"
 	"math"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -59,7 +60,8 @@ func runScore(args []string, stdout, stderr io.Writer) int {
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
 	}
-	if !required(stderr, "score", "metric", *metric, "data", *data) || missingFiles(stderr, "score", "metric", *metric) {
+	if !required(stderr, "score", "metric", *metric, "data", *data) || missingFiles(stderr, "score", "metric", *metric) ||
+		caseFile(stderr, "score", *data) {
 		return exitUsage
 	}
 	if *workers < 1 {
@@ -90,12 +92,16 @@ func runScore(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	*out = shard.outPath(*out)
-	in, total, err := openCases(*data)
+	in, total, empty, err := openCases(*data)
 	if err != nil {
 		fmt.Fprintf(stderr, "skynet score: %v\n", err)
 		return exitUsage
 	}
 	defer in.Close()
+	if empty {
+		fmt.Fprintf(stderr, "skynet score: %s has no cases: it is empty or holds only blank lines\n", *data)
+		return exitUsage
+	}
 	results, summary, done, closeOut, err := resultsOutput(*out, *resume, []inputFile{
 		{"data", *data, "the case file"}, {"metric", *metric, "the metric"},
 		{"prices", *models.prices, "the price file"}, {"llm-cache", *models.cache, "the model-reply cache"},
@@ -115,21 +121,32 @@ func runScore(args []string, stdout, stderr io.Writer) int {
 	if name == "-" {
 		name = "standard input"
 	}
-	var saidNotJSONL atomic.Bool
-	notJSONL := func(line int) {
-		saidNotJSONL.Store(true)
-		fmt.Fprintf(stderr, "skynet score: %s is not JSONL: line %d does not start with \"{\" (a case file has one JSON object a line: {\"id\", \"input\", \"output\", \"expected\"}); %s\n",
-			name, line, evalHint(*data))
-	}
-	entries, readErr, foreign := caseEntries(in, *data, done, sv.maxLine, shard, notJSONL)
+	var saidHint atomic.Bool
+	info := &inputInfo{notJSONL: func(line int, text []byte) {
+		hint := ""
+		if looksCSV(*data, text) {
+			saidHint.Store(true)
+			hint = "; " + evalHint(*data)
+		}
+		fmt.Fprintf(stderr, "skynet score: %s is not JSONL: line %d does not start with \"{\" (a case file has one JSON object a line: {\"id\", \"input\", \"output\", \"expected\"})%s\n",
+			name, line, hint)
+	}}
+	entries, readErr, foreign := caseEntries(in, *data, done, sv.maxLine, shard, info)
 	s := sv.supervisor("score", args, *timeout, results, stderr)
 	s.entries, s.readErr, s.shard = entries, readErr, shard
 	s.noCases = func() string {
 		msg := fmt.Sprintf("no line of %s is a case (see the input errors in the results)", name)
-		if !saidNotJSONL.Load() {
+		if info.rowLike.Load() && !saidHint.Load() {
+			// The lines are JSON objects, but of columns: a dataset.
 			msg += "; " + evalHint(*data)
 		}
 		return msg
+	}
+	s.noInput = func() string {
+		if info.lines.Load() > 0 {
+			return "" // a shard without cases, or a run resumed with every case done, had cases
+		}
+		return fmt.Sprintf("%s has no cases: it is empty or holds only blank lines", name)
 	}
 	if shard.Count > 1 {
 		total = 0 // how many cases the shard has is known at the end
@@ -150,16 +167,17 @@ func evalHint(data string) string {
 	return fmt.Sprintf("to evaluate a dataset (CSV, or JSONL rows of columns), use skynet eval --data %s --program program.py --artifact FILE --metric metric.py", data)
 }
 
-// openCases opens the case file and counts its lines for the progress bar.
-func openCases(path string) (io.ReadCloser, int, error) {
+// openCases opens the case file and counts its lines for the progress bar;
+// empty says a regular file holds no case line at all (nothing, or only a
+// byte order mark and blank lines), which standard input is told at its end.
+func openCases(path string) (in io.ReadCloser, total int, empty bool, err error) {
 	if path == "-" {
-		return io.NopCloser(os.Stdin), 0, nil
+		return io.NopCloser(os.Stdin), 0, false, nil
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, false, err
 	}
-	total := 0
 	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Size() < 1<<30 {
 		b, err := os.ReadFile(path)
 		if err == nil {
@@ -167,19 +185,65 @@ func openCases(path string) (io.ReadCloser, int, error) {
 			if len(b) > 0 && b[len(b)-1] != '\n' {
 				total++
 			}
+			empty = len(bytes.Trim(bytes.TrimPrefix(b, []byte("\ufeff")), " \t\r\n")) == 0
 		}
 	}
-	return f, total, nil
+	return f, total, empty, nil
+}
+
+// inputInfo is what skynet score learns of its input as it reads it, for
+// what to say when no line of it was a case.
+type inputInfo struct {
+	// notJSONL is called, once, when the first line is not even the start
+	// of a JSON object (a CSV file, most likely), with the line.
+	notJSONL func(line int, text []byte)
+	lines    atomic.Int64 // lines that are not blank, every shard's and resumed ones too
+	rowLike  atomic.Bool  // one of the first lines is a JSON object of columns, not a case
+}
+
+// rowLikeLines is how many lines from the start are looked at for rowLike.
+const rowLikeLines = 16
+
+// looksLikeRow says a line is a dataset row, not a case: a JSON object that
+// lacks "input" or "output" and has a field a case does not have.
+func looksLikeRow(line []byte) bool {
+	var fields map[string]json.RawMessage
+	if !utf8.Valid(line) || json.Unmarshal(line, &fields) != nil || fields == nil {
+		return false
+	}
+	_, in := fields["input"]
+	_, out := fields["output"]
+	if in && out {
+		return false
+	}
+	for k := range fields {
+		switch k {
+		case "id", "input", "output", "expected", "observation":
+		default:
+			return true
+		}
+	}
+	return false
+}
+
+// looksCSV says a file whose first line is not JSON is a CSV (or TSV) file,
+// by its name or its first line, so pointing to skynet eval fits.
+func looksCSV(path string, first []byte) bool {
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".csv", ".tsv":
+		return true
+	}
+	return utf8.Valid(first) && bytes.ContainsAny(first, ",\t")
 }
 
 // caseEntries reads the case file on a goroutine of its own into entries
 // for the supervisor: a bad line gets its input error here, ids already done
 // (--resume) are passed over, and a repeated id stops the input. Once
 // entries is closed, readErr says why the input stopped early and foreign
-// names a done id the input did not have. notJSONL is called, once, when
-// the first line is not even the start of a JSON object: a CSV file, most
-// likely, whose every line would otherwise be an input error and nothing more.
-func caseEntries(in io.Reader, path string, done map[string]bool, maxLine int, shard shardSpec, notJSONL func(line int)) (entries <-chan *entry, readErr func() error, foreign func() (string, bool)) {
+// names a done id the input did not have. info, when not nil, learns what
+// the input holds (see inputInfo): a CSV file, most likely, would otherwise
+// be an input error a line and nothing more.
+func caseEntries(in io.Reader, path string, done map[string]bool, maxLine int, shard shardSpec, info *inputInfo) (entries <-chan *entry, readErr func() error, foreign func() (string, bool)) {
 	ch := make(chan *entry, 1024)
 	var err error
 	resumed := map[string]bool{}
@@ -199,10 +263,14 @@ func caseEntries(in io.Reader, path string, done map[string]bool, maxLine int, s
 				err = fmt.Errorf("%s: %w", path, rerr)
 				return
 			}
-			if notJSONL != nil && le == nil && len(line) > 0 && line[0] != '{' {
-				notJSONL(n)
+			if info != nil {
+				if info.lines.Add(1) == 1 && le == nil && len(line) > 0 && line[0] != '{' && info.notJSONL != nil {
+					info.notJSONL(n, line) // only the first line tells
+				}
+				if le == nil && info.lines.Load() <= rowLikeLines && !info.rowLike.Load() && looksLikeRow(line) {
+					info.rowLike.Store(true)
+				}
 			}
-			notJSONL = nil // only the first line tells
 			e := &entry{line: n, raw: line}
 			var ok bool
 			if rerr == nil {

@@ -72,8 +72,9 @@ func (sv *supervisorFlags) supervisor(cmd string, args []string, timeout time.Du
 // runSupervised is what score and eval share once the input and output are
 // open: the pass through child processes, a progress bar on a terminal, and
 // the summary after the results. Exit codes, first that applies: 2 when
-// the output failed; 130 and 143 after SIGINT and SIGTERM; 2 when the input
-// failed or no case in it could be read; 1 when the metric did not load, a
+// the input held no case at all (noInput); 2 when the output failed; 130
+// and 143 after SIGINT and SIGTERM; 2 when the input failed or no case in
+// it could be read; 1 when the metric did not load, a
 // case crashed or every case failed (nothing was scored); else 0.
 func runSupervised(s *supervisor, total int, done map[string]bool, summary, stderr io.Writer) int {
 	if isTerminal(stderr) {
@@ -85,6 +86,14 @@ func runSupervised(s *supervisor, total int, done map[string]bool, summary, stde
 	}
 	if code != exitOK {
 		return code
+	}
+	if s.noInput != nil && s.interrupted == nil && s.writeErr == nil && s.inputDone && s.st.count == 0 && s.readErr() == nil {
+		if msg := s.noInput(); msg != "" {
+			// An empty input is a usage error, as skynet check says; not a
+			// run that scored 0 cases.
+			fmt.Fprintf(stderr, "skynet %s: %s\n", s.cmd, msg)
+			return exitUsage
+		}
 	}
 	if s.shard.Count > 1 {
 		fmt.Fprintf(summary, "%s\n", s.shard)

@@ -81,6 +81,7 @@ type supervisor struct {
 	entries <-chan *entry // from the case reader; closed at the end of the input
 	readErr func() error  // why the case reader stopped early, after entries closed
 	noCases func() string // what to say when every case was an input error
+	noInput func() string // at the end of the input: why it held no case at all, or ""
 
 	out      io.Writer
 	wbuf     []byte
