@@ -103,7 +103,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	workerTimeout := fs.Duration("worker-timeout", defaultWorkerTimeout,
 		"how long to wait for a subprocess baseline's next reply (pipelined: its next buffered batch) before stopping it with an error")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
-	if code, ok := parseFlags(fs, args, stderr); !ok {
+	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
 		return code
 	}
 	if *metric == "" {
@@ -112,14 +112,6 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	}
 	if *data == "" {
 		*data = filepath.Join(filepath.Dir(*metric), "cases.jsonl")
-	}
-	if *n < 1 || *runs < 1 || *perProcess < 1 {
-		fmt.Fprintln(stderr, "skynet bench: --cases, --runs and --per-process-cases must be at least 1")
-		return exitUsage
-	}
-	if *workerTimeout <= 0 {
-		fmt.Fprintln(stderr, "skynet bench: --worker-timeout must be positive")
-		return exitUsage
 	}
 	if *fileOnly && *file == "" {
 		fmt.Fprintln(stderr, "skynet bench: --file-only needs --file")

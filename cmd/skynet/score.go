@@ -56,14 +56,10 @@ func runScore(args []string, stdout, stderr io.Writer) int {
 	sv := addSupervisorFlags(fs)
 	sf := addShardFlags(fs)
 	models := addModelFlags(fs)
-	if code, ok := parseFlags(fs, args, stderr); !ok {
+	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
 		return code
 	}
 	if !required(stderr, "score", "metric", *metric, "data", *data) || missingFiles(stderr, "score", "metric", *metric) {
-		return exitUsage
-	}
-	if *workers < 1 {
-		fmt.Fprintln(stderr, "skynet score: --workers must be at least 1")
 		return exitUsage
 	}
 	opts := engine.Options{Metric: *metric, Timeout: *timeout, Workers: *workers, Interpreters: int(*interps)}
@@ -79,10 +75,6 @@ func runScore(args []string, stdout, stderr io.Writer) int {
 			results: func(e *engine.Engine, ctx context.Context, cases iter.Seq[engine.Case]) iter.Seq2[int, engine.Result] {
 				return e.ScoreAll(ctx, cases, 0)
 			}})
-	}
-	if err := sv.validate(); err != nil {
-		fmt.Fprintf(stderr, "skynet score: %v\n", err)
-		return exitUsage
 	}
 	shard, err := sf.spec()
 	if err != nil {

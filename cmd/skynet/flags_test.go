@@ -1,0 +1,130 @@
+package main
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+var helpTyped = regexp.MustCompile(`(?m)^  -([a-z0-9-]+) (duration|int|uint)$`)
+
+// typedFlags are the flags of cmd whose -h shows them as a duration or a
+// whole number.
+func typedFlags(t *testing.T, cmd string) map[string]string {
+	t.Helper()
+	code, out, errOut := skynet(cmd, "-h")
+	require.Equal(t, exitOK, code, errOut)
+	flags := map[string]string{}
+	for _, m := range helpTyped.FindAllStringSubmatch(out, -1) {
+		flags[m[1]] = m[2]
+	}
+	require.NotEmpty(t, flags, "no typed flags in skynet %s -h:\n%s", cmd, out)
+	return flags
+}
+
+// usageError runs skynet and wants exit 2 and exactly the two lines of a
+// flag problem: what is wrong, and where the flags are listed.
+func usageError(t *testing.T, cmd string, args ...string) string {
+	t.Helper()
+	code, out, errOut := skynet(append([]string{cmd}, args...)...)
+	require.Equal(t, exitUsage, code, "skynet %s %v: %s", cmd, args, errOut)
+	assert.Empty(t, out)
+	lines := strings.Split(strings.TrimSuffix(errOut, "\n"), "\n")
+	require.Len(t, lines, 2, "one line and the -h pointer, not a flag dump: %q", errOut)
+	assert.Equal(t, "run 'skynet "+cmd+" -h' for the flags", lines[1])
+	return lines[0]
+}
+
+// Every duration and whole-number flag of every command refuses 0 with a
+// message that names it and what it takes (--timeout 0 used to mean the
+// 60s default, --limit 0 every row, and each command said it differently);
+// a duration without a unit says to add one.
+func TestFlagsZeroAndBareNumbers(t *testing.T) {
+	for _, cmd := range []string{"check", "score", "eval", "bench", "merge"} {
+		for name, typ := range typedFlags(t, cmd) {
+			switch typ {
+			case "duration":
+				assert.Equal(t, "skynet "+cmd+": --"+name+" must be a positive duration, got 0", usageError(t, cmd, "--"+name, "0"))
+				assert.Equal(t, "skynet "+cmd+": --"+name+" must be a positive duration, got -1s", usageError(t, cmd, "--"+name, "-1s"))
+				assert.Equal(t, "skynet "+cmd+": --"+name+" 5: a duration needs a unit, such as 5s or 500ms", usageError(t, cmd, "--"+name, "5"))
+			case "int":
+				msg := usageError(t, cmd, "--"+name, "0")
+				assert.Regexp(t, `^skynet `+cmd+`: --`+name+` must be at least 1, got 0( \(.+\))?$`, msg)
+				assert.Equal(t, "skynet "+cmd+": --"+name+" x: want a whole number of at least 1", usageError(t, cmd, "--"+name, "x"))
+			case "uint":
+				assert.Equal(t, "seed", name, "a uint flag other than --seed needs a range in intRanges")
+			}
+		}
+	}
+}
+
+func TestFlagsLimits(t *testing.T) {
+	assert.Equal(t, "skynet score: --timeout must be at most 600s, got 601s", usageError(t, "score", "--timeout", "601s"))
+	assert.Equal(t, "skynet check: --timeout must be at most 600s, got 11m", usageError(t, "check", "--timeout", "11m"))
+	assert.Equal(t, "skynet eval: --run-timeout must be at most 600s, got 601s", usageError(t, "eval", "--run-timeout", "601s"))
+	assert.Equal(t, "skynet eval: --limit must be at least 1, got 0 (leave it out to evaluate every row)", usageError(t, "eval", "--limit", "0"))
+	assert.Equal(t, "skynet score: --interpreters 0: want \"auto\" or a count from 1 to 64", usageError(t, "score", "--interpreters", "0"))
+	assert.Equal(t, "skynet bench: --worker-timeout 1.5: a duration needs a unit, such as 1.5s or 500ms", usageError(t, "bench", "--worker-timeout", "1.5"))
+	assert.Equal(t, "skynet check: --timeout needs a value", usageError(t, "check", "--timeout"))
+	// The largest value is accepted: this run goes on to the next problem.
+	code, _, errOut := skynet("score", "--timeout", "600s", "--load-timeout", "1h")
+	assert.Equal(t, exitUsage, code)
+	assert.Equal(t, "skynet score: --metric is required\n", errOut)
+}
+
+func TestFlagsUnknownSuggestsClosest(t *testing.T) {
+	assert.Equal(t, "skynet score: unknown flag --wokers (did you mean --workers?)", usageError(t, "score", "--wokers", "2"))
+	assert.Equal(t, "skynet eval: unknown flag --metirc (did you mean --metric?)", usageError(t, "eval", "-metirc=m.py"))
+	assert.Equal(t, "skynet check: unknown flag --sample (did you mean --samples?)", usageError(t, "check", "--sample", "2"))
+	assert.Equal(t, "skynet score: unknown flag --json", usageError(t, "score", "--json"), "nothing close: no guess")
+	assert.Equal(t, "skynet merge: unknown flag --zzz", usageError(t, "merge", "--zzz"))
+}
+
+func TestFlagsPositionalArgumentHint(t *testing.T) {
+	code, out, errOut := skynet("score", "metric.py", "cases.jsonl")
+	assert.Equal(t, exitUsage, code)
+	assert.Empty(t, out)
+	assert.Equal(t, "skynet score: unexpected argument \"metric.py\" (pass files as --metric metric.py --data cases.jsonl)\n", errOut)
+	code, _, errOut = skynet("check", "--samples", "2", "my_metric.py", "data/x.jsonl")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, errOut, "(pass files as --metric my_metric.py --data data/x.jsonl)")
+}
+
+// skynet help CMD prints what skynet CMD -h prints, on stdout, exit 0.
+func TestFlagsHelpCommand(t *testing.T) {
+	for _, cmd := range commandNames {
+		code, out, errOut := skynet("help", cmd)
+		require.Equal(t, exitOK, code, "skynet help %s: %s", cmd, errOut)
+		hCode, hOut, hErr := skynet(cmd, "-h")
+		assert.Equal(t, exitOK, hCode, "skynet %s -h: %s", cmd, hErr)
+		assert.Equal(t, hOut, out, "skynet help %s", cmd)
+		assert.Empty(t, errOut)
+		assert.NotContains(t, out, "Usage:\n  skynet check", "skynet help %s printed the general usage", cmd)
+	}
+	code, out, _ := skynet("help", "score")
+	assert.Equal(t, exitOK, code)
+	assert.True(t, strings.HasPrefix(out, "Usage of skynet score:\n"), out)
+	assert.Contains(t, out, "\n  -workers int\n")
+	code, out, _ = skynet("help")
+	assert.Equal(t, exitOK, code)
+	assert.Equal(t, usage, out)
+}
+
+// No command, or an unknown one, lists the commands and exits 2.
+func TestFlagsNoOrUnknownCommand(t *testing.T) {
+	for _, args := range [][]string{{}, {"nosuchcmd"}, {"help", "nosuchcmd"}, {"scor"}} {
+		code, out, errOut := skynet(args...)
+		assert.Equal(t, exitUsage, code, "%v", args)
+		assert.Empty(t, out)
+		for _, c := range []string{"check", "score", "eval", "bench", "merge", "stub", "version"} {
+			assert.Contains(t, errOut, "\n  skynet "+c+" ", "%v lists %s", args, c)
+		}
+	}
+	_, _, errOut := skynet("nosuchcmd")
+	assert.True(t, strings.HasPrefix(errOut, "skynet: unknown command \"nosuchcmd\"\n"), errOut)
+	_, _, errOut = skynet("scor")
+	assert.True(t, strings.HasPrefix(errOut, "skynet: unknown command \"scor\" (did you mean score?)\n"), errOut)
+}
