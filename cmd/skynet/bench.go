@@ -106,8 +106,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
 		return code
 	}
-	if *metric == "" {
-		fmt.Fprintln(stderr, "skynet bench: --metric is required")
+	if !required(stderr, "bench", "metric", *metric) || missingFiles(stderr, "bench", "metric", *metric) {
 		return exitUsage
 	}
 	if *data == "" {

@@ -5,6 +5,8 @@ package main
 // (Go's flag package would print its own message and then every flag).
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -14,6 +16,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/skynetml/skynet/engine"
@@ -275,4 +279,79 @@ func positionalHint(fs *flag.FlagSet) string {
 		return "skynet " + fs.Name() + " takes flags only"
 	}
 	return fmt.Sprintf("pass files as --metric %s --data %s", metric, data)
+}
+
+// wantsJSON says whether args ask for --json (before a "--", if any).
+func wantsJSON(args []string) bool {
+	for _, a := range args {
+		if a == "--" {
+			return false
+		}
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if name == "json" {
+			v, err := strconv.ParseBool(value)
+			return !hasValue || (err == nil && v)
+		}
+	}
+	return false
+}
+
+// jsonErrors runs a command that has --json so that, with --json, a
+// failure that printed nothing on stdout (a usage or file error, a metric
+// that would not load) still prints a JSON object there,
+// {"ok": false, "error": "..."}, with the message also on stderr as
+// without --json and the exit code kept.
+func jsonErrors(cmd string, args []string, stdout, stderr io.Writer, run func(args []string, stdout, stderr io.Writer) int) int {
+	if child, _ := isChild(); child || !wantsJSON(args) {
+		return run(args, stdout, stderr)
+	}
+	out := &countingWriter{w: stdout}
+	var msg lockedBuffer
+	code := run(args, out, io.MultiWriter(stderr, &msg))
+	if code != exitOK && out.n.Load() == 0 {
+		prefix := "skynet " + cmd + ": "
+		var lines []string
+		for _, l := range strings.Split(strings.TrimSpace(msg.String()), "\n") {
+			if l = strings.TrimPrefix(l, prefix); !strings.HasPrefix(l, "run 'skynet ") {
+				lines = append(lines, l)
+			}
+		}
+		text := strings.TrimSpace(strings.Join(lines, "\n"))
+		if text == "" {
+			text = fmt.Sprintf("skynet %s exited %d", cmd, code)
+		}
+		b, _ := json.MarshalIndent(struct {
+			OK    bool   `json:"ok"`
+			Error string `json:"error"`
+		}{false, text}, "", "  ")
+		fmt.Fprintf(stdout, "%s\n", b)
+	}
+	return code
+}
+
+type countingWriter struct {
+	w io.Writer
+	n atomic.Int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	c.n.Add(int64(len(p)))
+	return c.w.Write(p)
+}
+
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

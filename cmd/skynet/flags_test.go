@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"regexp"
 	"strings"
 	"testing"
@@ -127,4 +128,44 @@ func TestFlagsNoOrUnknownCommand(t *testing.T) {
 	assert.True(t, strings.HasPrefix(errOut, "skynet: unknown command \"nosuchcmd\"\n"), errOut)
 	_, _, errOut = skynet("scor")
 	assert.True(t, strings.HasPrefix(errOut, "skynet: unknown command \"scor\" (did you mean score?)\n"), errOut)
+}
+
+// jsonError wants exit code and, on stdout, only {"ok": false, "error"}
+// with the message that stderr has too.
+func jsonError(t *testing.T, code int, want string, args ...string) {
+	t.Helper()
+	got, out, errOut := skynet(args...)
+	assert.Equal(t, code, got, "%v: %s", args, errOut)
+	var rep map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &rep), "%v printed non-JSON on stdout: %q", args, out)
+	assert.Equal(t, map[string]any{"ok": false, "error": want}, rep, "%v", args)
+	assert.Contains(t, errOut, want, "the human message stays on stderr")
+}
+
+// skynet check --json and bench --json used to print their errors as plain
+// text only, so a tool parsing stdout as JSON got nothing to parse.
+func TestFlagsJSONErrors(t *testing.T) {
+	empty := writeFile(t, t.TempDir(), "empty.jsonl", "")
+	jsonError(t, exitUsage, empty+": no cases", "check", "--json", "--metric", example+"metric.py", "--data", empty)
+	jsonError(t, exitUsage, "--samples must be at least 1, got 0", "check", "--metric", example+"metric.py", "--data", example+"cases.jsonl", "--samples", "0", "--json")
+	jsonError(t, exitUsage, "--metric no_such.py: no such file", "check", "--json", "--metric", "no_such.py", "--data", example+"cases.jsonl")
+	jsonError(t, exitUsage, "unknown flag --smaples (did you mean --samples?)", "check", "--json", "--smaples", "2")
+	jsonError(t, exitUsage, "price file: open /no/such/prices.json: no such file or directory",
+		"check", "--json", "--metric", example+"metric.py", "--data", example+"cases.jsonl", "--prices", "/no/such/prices.json")
+	jsonError(t, exitUsage, empty+": no cases", "bench", "--json", "--metric", example+"metric.py", "--data", empty)
+	jsonError(t, exitUsage, "--metric no_such.py: no such file", "bench", "--json", "--metric", "no_such.py")
+
+	// Without --json, or with --json=false, errors stay plain text.
+	code, out, errOut := skynet("check", "--json=false", "--metric", example+"metric.py", "--data", empty)
+	assert.Equal(t, exitUsage, code)
+	assert.Empty(t, out)
+	assert.Equal(t, "skynet check: "+empty+": no cases\n", errOut)
+	// A failed check is the checks report, not an error object.
+	code, out, _ = skynet("check", "--json", "--metric", "../../testdata/contract/no_feedback.py", "--data", example+"cases.jsonl", "--samples", "1")
+	assert.Equal(t, exitCheck, code)
+	var rep map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
+	assert.Equal(t, false, rep["ok"])
+	assert.NotContains(t, rep, "error")
+	assert.Contains(t, rep, "checks")
 }

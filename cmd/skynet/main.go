@@ -112,13 +112,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	switch args[0] {
 	case "check":
-		return runCheck(args[1:], stdout, stderr)
+		return jsonErrors("check", args[1:], stdout, stderr, runCheck)
 	case "score":
 		return runScore(args[1:], stdout, stderr)
 	case "eval":
 		return runEval(args[1:], stdout, stderr)
 	case "bench":
-		return runBench(args[1:], stdout, stderr)
+		return jsonErrors("bench", args[1:], stdout, stderr, runBench)
 	case "merge":
 		return runMerge(args[1:], stdout, stderr)
 	case "stub":
