@@ -169,3 +169,34 @@ func TestFlagsJSONErrors(t *testing.T) {
 	assert.NotContains(t, rep, "error")
 	assert.Contains(t, rep, "checks")
 }
+
+// A metric whose score calls skynet.observation() failed the bench with
+// the RuntimeError's "only available while Skynet is calling score",
+// which the call was: inside score, but in the pure-Python baseline. The
+// bench now says the baselines cannot run such a metric, naming the
+// function, and reports the engine's figure alone (exit 1: no ratios).
+func TestFlagsBenchMetricUsingPerCaseFunction(t *testing.T) {
+	metric := benchMetric(t, `
+import skynet
+def score(input, output, expected=None):
+    obs = skynet.observation()
+    return (1.0 if output == expected["label"] else 0.0), {"feedback": str(obs["run_ms"])}
+`)
+	code, out, errOut := skynet("bench", "--metric", metric, "--cases", "50", "--runs", "1", "--json")
+	assert.Equal(t, exitCheck, code, errOut)
+	var rep benchReport
+	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
+	assert.Greater(t, rep.NSPerCase["engine"], 0.0, "the engine path's figure is reported")
+	assert.NotContains(t, rep.NSPerCase, "python_loop")
+	assert.NotContains(t, rep.NSPerCase, "subprocess_lockstep")
+	assert.Empty(t, rep.Ratios)
+	assert.Contains(t, rep.Error, "plain-Python baselines cannot run this metric: its score calls skynet.observation()")
+	assert.Contains(t, errOut, "skynet bench: the plain-Python baselines cannot run this metric: its score calls skynet.observation()")
+	assert.NotContains(t, errOut, "is only available while Skynet is calling score", "the false claim is gone")
+
+	code, out, errOut = skynet("bench", "--metric", metric, "--cases", "50", "--runs", "2")
+	assert.Equal(t, exitCheck, code, errOut)
+	assert.Regexp(t, `(?m)^  engine +\d+ ns/case$`, out)
+	assert.Contains(t, out, "the baselines did not run")
+	assert.Contains(t, errOut, "skynet.observation()")
+}
