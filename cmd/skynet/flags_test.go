@@ -2,6 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"math"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -199,4 +202,46 @@ def score(input, output, expected=None):
 	assert.Regexp(t, `(?m)^  engine +\d+ ns/case$`, out)
 	assert.Contains(t, out, "the baselines did not run")
 	assert.Contains(t, errOut, "skynet.observation()")
+}
+
+// A metric returning 1e300 made the summary print a 300-digit mean; huge
+// and tiny means are written with an exponent, scores in [0, 1] as before.
+func TestFlagsSummaryNumbers(t *testing.T) {
+	for v, want := range map[float64]string{
+		0: "0.0000", 1: "1.0000", 0.66666: "0.6667", 1e-9: "0.0000", 0.5: "0.5000",
+		42.125: "42.1250", -0.25: "-0.2500", 1e300: "1e+300", -1e300: "-1e+300",
+		1234567: "1.2346e+06", -1e-300: "-1e-300", math.Inf(1): "+Inf", math.NaN(): "NaN",
+	} {
+		assert.Equal(t, want, summaryNumber(v), "%v", v)
+	}
+	dir := t.TempDir()
+	metric := writeFile(t, dir, "metric.py", `
+def score(input, output, expected=None):
+    return 1e300, {"feedback": "huge", "scores": {"big": 1e300, "tiny": -1e-300}}
+`)
+	data := writeFile(t, dir, "cases.jsonl", casesText(2, "x"))
+	code, _, errOut := skynet("score", "--metric", metric, "--data", data)
+	require.Equal(t, exitOK, code, errOut)
+	assert.Contains(t, errOut, "\nmean score: 1e+300 (failed cases count as 0)\n")
+	assert.Contains(t, errOut, "\nnamed scores: big 1e+300 (2), tiny -1e-300 (2)\n")
+}
+
+// skynet merge scored nothing, but its summary said "scored 11 case(s) in
+// 0.00s (0 cases/s)"; it says what it did, without a rate.
+func TestFlagsMergeSummary(t *testing.T) {
+	dir := t.TempDir()
+	data := writeFile(t, dir, "cases.jsonl", casesText(11, "billing"))
+	metric := writeFile(t, dir, "metric.py", "def score(input, output, expected=None):\n    return 0.5, {'feedback': 'half'}\n")
+	var parts []string
+	for k := 0; k < 3; k++ {
+		out := filepath.Join(dir, fmt.Sprintf("part-%d.jsonl", k))
+		code, _, errOut := skynet("score", "--metric", metric, "--data", data, "--out", out, "--shard", fmt.Sprintf("%d/3", k))
+		require.Equal(t, exitOK, code, errOut)
+		parts = append(parts, out)
+	}
+	code, stdout, errOut := skynet(append([]string{"merge", "--data", data, "--out", filepath.Join(dir, "all.jsonl")}, parts...)...)
+	require.Equal(t, exitOK, code, errOut)
+	assert.True(t, strings.HasPrefix(stdout, "merged 11 result(s) from 3 part(s)\nmean score: 0.5000 "), stdout)
+	assert.NotContains(t, stdout, "scored")
+	assert.NotContains(t, stdout, "cases/s")
 }

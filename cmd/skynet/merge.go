@@ -78,8 +78,7 @@ func runMerge(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "skynet merge: writing %s: %v\n", *out, err)
 		return exitUsage
 	}
-	st.elapsed = 0
-	fmt.Fprintf(summary, "merged %d part(s)\n", len(parts))
+	st.parts = len(parts)
 	st.print(summary, false)
 	if st.errors[engine.KindCrash] > 0 {
 		return exitCheck // as skynet score does
