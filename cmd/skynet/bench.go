@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"sort"
@@ -58,6 +59,10 @@ type benchReport struct {
 	Interpreters int `json:"interpreters"`
 	// Python is the python3 the baselines ran: the embedded CPython's own.
 	Python string `json:"python"`
+	// Error says why the bench is incomplete: the baselines could not run
+	// the metric (it calls a skynet function that needs a running case),
+	// so only the engine paths were timed and there are no ratios.
+	Error string `json:"error,omitempty"`
 }
 
 // The SPEC §6 bars each ratio is held to.
@@ -90,7 +95,7 @@ func barLimit(name string, limit float64, n int) float64 {
 
 func runBench(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	metric := fs.String("metric", "", "path of metric.py (one that does not import skynet: the subprocess baselines run plain python3)")
+	metric := fs.String("metric", "", "path of metric.py (one that does not import skynet: the baselines run plain Python, without Skynet)")
 	data := fs.String("data", "", "case file the cases are drawn from, cycled to --cases (default: cases.jsonl beside the metric)")
 	n := fs.Int("cases", 20000, "cases per path")
 	perProcess := fs.Int("per-process-cases", 20, "cases for the new-process-per-case baseline (it is slow)")
@@ -103,11 +108,10 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	workerTimeout := fs.Duration("worker-timeout", defaultWorkerTimeout,
 		"how long to wait for a subprocess baseline's next reply (pipelined: its next buffered batch) before stopping it with an error")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
-	if code, ok := parseFlags(fs, args, stderr); !ok {
+	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
 		return code
 	}
-	if *metric == "" {
-		fmt.Fprintln(stderr, "skynet bench: --metric is required")
+	if !required(stderr, "bench", "metric", *metric) || missingFiles(stderr, "bench", "metric", *metric) {
 		return exitUsage
 	}
 	if *data == "" {
@@ -118,14 +122,6 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	}
 	if *file == "-" {
 		fmt.Fprintln(stderr, "skynet bench: --file -: standard input is read by skynet score only; give a file")
-		return exitUsage
-	}
-	if *n < 1 || *runs < 1 || *perProcess < 1 {
-		fmt.Fprintln(stderr, "skynet bench: --cases, --runs and --per-process-cases must be at least 1")
-		return exitUsage
-	}
-	if *workerTimeout <= 0 {
-		fmt.Fprintln(stderr, "skynet bench: --worker-timeout must be positive")
 		return exitUsage
 	}
 	if *fileOnly && *file == "" {
@@ -167,6 +163,16 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	os.WriteFile(pool, []byte(poolScript), 0o644)
 
 	b := &bench{e: e, cases: cases, lines: lines, python: *python, metric: *metric, worker: worker, workerTimeout: *workerTimeout}
+	// The baselines call score with no Skynet around it: a metric that
+	// calls skynet.observation() (or another per-case function) in score
+	// cannot run there. Found on one case before anything is timed.
+	engineOnly := ""
+	if _, err := b.pythonLoop(lines[:1], false); err != nil {
+		if m := perCaseCall.FindStringSubmatch(err.Error()); m != nil {
+			engineOnly = fmt.Sprintf("the plain-Python baselines cannot run this metric: its score calls skynet.%s(), which needs a case that Skynet is running, "+
+				"and the baselines call score with no Skynet around it (they compare the engine with plain Python); only the engine path was timed, so there are no ratios", m[1])
+		}
+	}
 	samples := map[string][]float64{}
 	var roundTrips []float64
 	for r := 0; r < *runs; r++ {
@@ -178,8 +184,8 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 			fn   func() (float64, error)
 		}{
 			{"engine", b.engine},
-			{"python_loop", func() (float64, error) { return b.pythonLoop(false) }},
-			{"python_loop_shared", func() (float64, error) { return b.pythonLoop(true) }},
+			{"python_loop", func() (float64, error) { return b.pythonLoop(b.lines, false) }},
+			{"python_loop_shared", func() (float64, error) { return b.pythonLoop(b.lines, true) }},
 			{"subprocess_lockstep", func() (float64, error) { return b.subprocess(false) }},
 			{"subprocess_pipelined", func() (float64, error) { return b.subprocess(true) }},
 			{"subprocess_per_case", func() (float64, error) { return b.perProcess(*perProcess) }},
@@ -189,6 +195,12 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		}
 		if *fileOnly {
 			steps = steps[:0]
+		} else if engineOnly != "" {
+			steps = steps[:1]
+			steps[0] = struct {
+				name string
+				fn   func() (float64, error)
+			}{"engine", b.engine}
 		}
 		if *file != "" {
 			type step = struct {
@@ -199,7 +211,9 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 				{"skynet_score_file", func() (float64, error) { return b.cliFile(*file, tmp, *workers, nInterps) }},
 				{"python_script_file", func() (float64, error) { return b.scriptFile(*file, tmp, script) }},
 			}
-			if nInterps > 1 {
+			if engineOnly != "" {
+				fileSteps = fileSteps[:1]
+			} else if nInterps > 1 {
 				fileSteps = append(fileSteps,
 					step{"skynet_score_file_1", func() (float64, error) { return b.cliFile(*file, tmp, *workers, 1) }},
 					step{"python_pool_file", func() (float64, error) { return b.poolFile(*file, tmp, pool, nInterps) }})
@@ -220,11 +234,27 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	rep := benchReport{Cases: *n, Runs: *runs, NSPerCase: map[string]float64{}, Ratios: map[string]float64{}, Bars: map[string]bool{}, Samples: samples,
-		CoreRoundTripNS: roundTrips, Interpreters: nInterps, Python: *python}
+		CoreRoundTripNS: roundTrips, Interpreters: nInterps, Python: *python, Error: engineOnly}
 	for k, v := range samples {
 		rep.NSPerCase[k] = median(v)
 	}
 	ns := rep.NSPerCase
+	if engineOnly != "" {
+		if *asJSON {
+			enc := json.NewEncoder(stdout)
+			enc.SetIndent("", "  ")
+			enc.Encode(rep)
+		} else {
+			fmt.Fprintf(stdout, "%d cases per path, median of %d run(s), %d interpreter(s) x %d engine worker(s); the baselines did not run\n\n", *n, *runs, nInterps, *workers)
+			for _, k := range []string{"engine", "skynet_score_file"} {
+				if v, ok := ns[k]; ok {
+					fmt.Fprintf(stdout, "  %-24s %14s ns/case\n", k, strconv.FormatFloat(v, 'f', 0, 64))
+				}
+			}
+		}
+		fmt.Fprintf(stderr, "skynet bench: %s\n", engineOnly)
+		return exitCheck
+	}
 	if !*fileOnly {
 		rep.Ratios["engine_vs_python_loop"] = ns["engine"] / ns["python_loop"]
 		rep.Ratios["engine_vs_python_loop_shared"] = ns["engine"] / ns["python_loop_shared"] // no bar: see pythonLoop
@@ -422,13 +452,17 @@ func (b *bench) engine() (float64, error) {
 	return ns, nil
 }
 
+// perCaseCall is the error of a skynet function called outside a case
+// (skynetmod.c's no_case), naming the function.
+var perCaseCall = regexp.MustCompile(`skynet\.(\w+)\(\) is only available while Skynet is calling`)
+
 // pythonLoop times score over prepared objects in the engine's interpreter:
 // one set of objects per case, as a dataset gives them. With shared set,
 // cases with equal JSON share their objects instead, which is what the
 // engine's argument cache hands score when cases repeat (as --data cycled
 // to --cases does): a stricter reference, reported beside the bar.
-func (b *bench) pythonLoop(shared bool) (float64, error) {
-	payload, _ := json.Marshal(rawLines(b.lines))
+func (b *bench) pythonLoop(lines [][]byte, shared bool) (float64, error) {
+	payload, _ := json.Marshal(rawLines(lines))
 	v, err := callPython("_skynet_bench_loop", `
 import contextlib, importlib.util, inspect, io, json, time
 

@@ -26,15 +26,11 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	interps := addInterpretersFlag(fs)
 	loadTimeout := fs.Duration("load-timeout", engine.DefaultTimeout, "time limit for loading the metric: importing it, checking it")
 	models := addModelFlags(fs)
-	if code, ok := parseFlags(fs, args, stderr); !ok {
+	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
 		return code
 	}
 	if !required(stderr, "check", "metric", *metric, "data", *data) || missingFiles(stderr, "check", "metric", *metric) ||
 		stdinData(stderr, "check", *data) || caseFile(stderr, "check", *data) {
-		return exitUsage
-	}
-	if *samples < 1 {
-		fmt.Fprintln(stderr, "skynet check: --samples must be at least 1")
 		return exitUsage
 	}
 	cases, err := readSamples(*data, *samples)

@@ -393,7 +393,7 @@ func mergeEqualsSingle(t *testing.T, bin, metric, data, outDir string, tasks int
 	cmd.Env = arrayFreeEnv()
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "skynet merge: %s", out)
-	assert.Contains(t, string(out), "merged "+strconv.Itoa(tasks)+" part(s)")
+	assert.Regexp(t, `merged \d+ result\(s\) from `+strconv.Itoa(tasks)+` part\(s\)\n`, string(out))
 
 	single := filepath.Join(t.TempDir(), "single.jsonl")
 	cmd = exec.Command(bin, "score", "--metric", metric, "--data", data, "--out", single)

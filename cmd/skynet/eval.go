@@ -36,22 +36,14 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 	svFlags := addSupervisorFlags(fs)
 	sf := addShardFlags(fs)
 	models := addModelFlags(fs)
-	if code, ok := parseFlags(fs, args, stderr); !ok {
+	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
 		return code
 	}
 	if !required(stderr, "eval", "program", *program, "artifact", *artifactPath, "metric", *metric, "data", *data) ||
 		missingFiles(stderr, "eval", "program", *program, "metric", *metric) || stdinData(stderr, "eval", *data) {
 		return exitUsage
 	}
-	if *workers < 1 || *limit < 0 || *sample < 0 {
-		fmt.Fprintln(stderr, "skynet eval: --workers must be at least 1; --limit and --sample must not be negative")
-		return exitUsage
-	}
 	sv := svFlags
-	if err := sv.validate(); err != nil {
-		fmt.Fprintf(stderr, "skynet eval: %v\n", err)
-		return exitUsage
-	}
 	artifact, err := os.ReadFile(*artifactPath)
 	if err != nil {
 		fmt.Fprintf(stderr, "skynet eval: artifact: %v\n", err)

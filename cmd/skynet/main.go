@@ -18,6 +18,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/skynetml/skynet/llm"
@@ -47,7 +48,7 @@ Usage:
   skynet stub DIR    write skynet.pyi (type stub of the skynet module) into DIR
   skynet version     print skynet's version and the CPython it embeds (also --version)
 
-Run "skynet COMMAND -h" for a command's flags.
+Run "skynet COMMAND -h" (or "skynet help COMMAND") for a command's flags.
 `
 
 func main() {
@@ -111,42 +112,52 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	switch args[0] {
 	case "check":
-		return runCheck(args[1:], stdout, stderr)
+		return jsonErrors("check", args[1:], stdout, stderr, runCheck)
 	case "score":
 		return runScore(args[1:], stdout, stderr)
 	case "eval":
 		return runEval(args[1:], stdout, stderr)
 	case "bench":
-		return runBench(args[1:], stdout, stderr)
+		return jsonErrors("bench", args[1:], stdout, stderr, runBench)
 	case "merge":
 		return runMerge(args[1:], stdout, stderr)
 	case "stub":
 		return runStub(args[1:], stdout, stderr)
 	case "version", "--version":
 		return runVersion(args[1:], stdout, stderr)
-	case "-h", "--help", "help":
+	case "-h", "--help", "-help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
+	case "help":
+		// skynet help CMD is skynet CMD -h.
+		if len(args) == 1 {
+			fmt.Fprint(stdout, usage)
+			return exitOK
+		}
+		if !slices.Contains(commandNames, args[1]) {
+			return unknownCommand(args[1], stderr)
+		}
+		return run([]string{args[1], "-h"}, stdout, stderr)
 	}
-	fmt.Fprintf(stderr, "skynet: unknown command %q\n\n%s", args[0], usage)
-	return exitUsage
+	return unknownCommand(args[0], stderr)
 }
 
-// parseFlags parses a subcommand's flags; it returns false after printing
-// the problem (or the help) when the command should stop with code.
-func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) (code int, ok bool) {
-	fs.SetOutput(stderr)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK, false
+// commandNames are skynet's subcommands.
+var commandNames = []string{"check", "score", "eval", "bench", "merge", "stub", "version"}
+
+func unknownCommand(name string, stderr io.Writer) int {
+	msg := fmt.Sprintf("skynet: unknown command %q", name)
+	best, bestD := "", 3
+	for _, c := range commandNames {
+		if d := editDistance(name, c); d < bestD {
+			best, bestD = c, d
 		}
-		return exitUsage, false
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "skynet %s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
-		return exitUsage, false
+	if best != "" {
+		msg += fmt.Sprintf(" (did you mean %s?)", best)
 	}
-	return 0, true
+	fmt.Fprintf(stderr, "%s\n\n%s", msg, usage)
+	return exitUsage
 }
 
 // required reports the first flag left empty, in the order given as
@@ -207,8 +218,13 @@ func caseFile(stderr io.Writer, cmd, data string) bool {
 
 // runStub writes the skynet module's type stub where an editor can find it.
 func runStub(args []string, stdout, stderr io.Writer) int {
+	const stubUsage = "usage: skynet stub DIR   (writes DIR/skynet.pyi)"
+	if len(args) == 1 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help") {
+		fmt.Fprintln(stdout, stubUsage)
+		return exitOK
+	}
 	if len(args) != 1 || strings.HasPrefix(args[0], "-") {
-		fmt.Fprintln(stderr, "usage: skynet stub DIR   (writes DIR/skynet.pyi)")
+		fmt.Fprintln(stderr, stubUsage)
 		return exitUsage
 	}
 	path := filepath.Join(args[0], "skynet.pyi")

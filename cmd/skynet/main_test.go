@@ -324,7 +324,7 @@ func benchJSON(t *testing.T, args ...string) benchReport {
 func TestInterpretersFlag(t *testing.T) {
 	code, _, errOut := skynet("score", "--metric", example+"metric.py", "--data", example+"cases.jsonl", "--interpreters", "0")
 	assert.Equal(t, exitUsage, code)
-	assert.Contains(t, errOut, `want "auto" or a count of at least 1, got "0"`)
+	assert.Contains(t, errOut, `skynet score: --interpreters 0: want "auto" or a count from 1 to 64`)
 	code, out, errOut := skynet("score", "--metric", example+"metric.py", "--data", example+"cases.jsonl", "--interpreters", "2")
 	if !cpython.SubInterpreters() {
 		assert.NotEqual(t, exitOK, code)

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -24,12 +23,8 @@ func runMerge(args []string, stdout, stderr io.Writer) int {
 	eval := fs.Bool("eval", false, "--data is skynet eval's dataset (a .jsonl or .csv file or a directory), read as eval reads it")
 	split := fs.String("split", "", "with --eval: the split the parts evaluated")
 	maxLine := fs.Int("max-line-bytes", engine.DefaultMaxLineBytes, "longest line read")
-	fs.SetOutput(stderr)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
+	if code, ok := parseFlagsArgs(fs, args, stdout, stderr); !ok {
+		return code
 	}
 	parts := fs.Args()
 	if !required(stderr, "merge", "data", *data) {
@@ -91,8 +86,7 @@ func runMerge(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "skynet merge: writing %s: %v\n", *out, err)
 		return exitUsage
 	}
-	st.elapsed = 0
-	fmt.Fprintf(summary, "merged %d part(s)\n", len(parts))
+	st.parts = len(parts)
 	st.print(summary, false)
 	if st.errors[engine.KindCrash] > 0 {
 		return exitCheck // as skynet score does

@@ -57,15 +57,11 @@ func runScore(args []string, stdout, stderr io.Writer) int {
 	sv := addSupervisorFlags(fs)
 	sf := addShardFlags(fs)
 	models := addModelFlags(fs)
-	if code, ok := parseFlags(fs, args, stderr); !ok {
+	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
 		return code
 	}
 	if !required(stderr, "score", "metric", *metric, "data", *data) || missingFiles(stderr, "score", "metric", *metric) ||
 		caseFile(stderr, "score", *data) {
-		return exitUsage
-	}
-	if *workers < 1 {
-		fmt.Fprintln(stderr, "skynet score: --workers must be at least 1")
 		return exitUsage
 	}
 	opts := engine.Options{Metric: *metric, Timeout: *timeout, Workers: *workers, Interpreters: int(*interps)}
@@ -81,10 +77,6 @@ func runScore(args []string, stdout, stderr io.Writer) int {
 			results: func(e *engine.Engine, ctx context.Context, cases iter.Seq[engine.Case]) iter.Seq2[int, engine.Result] {
 				return e.ScoreAll(ctx, cases, 0)
 			}})
-	}
-	if err := sv.validate(); err != nil {
-		fmt.Fprintf(stderr, "skynet score: %v\n", err)
-		return exitUsage
 	}
 	shard, err := sf.spec()
 	if err != nil {
@@ -476,6 +468,7 @@ type stats struct {
 	named      map[string]*mean
 	errors     map[engine.ErrorKind]int
 	warnings   int
+	parts      int // skynet merge's: the parts whose results it put together (nothing was scored)
 }
 
 type mean struct {
@@ -560,14 +553,18 @@ func (s *stats) print(w io.Writer, interrupted bool) {
 	if s.elapsed > 0 {
 		rate = float64(s.count) / s.elapsed.Seconds()
 	}
-	fmt.Fprintf(w, "%s %d case(s) in %.2fs (%.0f cases/s)\n", head, s.count, s.elapsed.Seconds(), rate)
+	if s.parts > 0 {
+		fmt.Fprintf(w, "merged %d result(s) from %d part(s)\n", s.count, s.parts)
+	} else {
+		fmt.Fprintf(w, "%s %d case(s) in %.2fs (%.0f cases/s)\n", head, s.count, s.elapsed.Seconds(), rate)
+	}
 	if s.canceled > 0 {
 		fmt.Fprintf(w, "cancelled: %d case(s) read but not scored (--resume scores them)\n", s.canceled)
 	}
 	if s.count == 0 {
 		return
 	}
-	fmt.Fprintf(w, "mean score: %.4f (failed cases count as 0)\n", s.sum/float64(s.count))
+	fmt.Fprintf(w, "mean score: %s (failed cases count as 0)\n", summaryNumber(s.sum/float64(s.count)))
 	if len(s.named) > 0 {
 		names := make([]string, 0, len(s.named))
 		for k := range s.named {
@@ -577,7 +574,7 @@ func (s *stats) print(w io.Writer, interrupted bool) {
 		parts := make([]string, len(names))
 		for i, k := range names {
 			m := s.named[k]
-			parts[i] = fmt.Sprintf("%s %.4f (%d)", k, m.sum/float64(m.n), m.n)
+			parts[i] = fmt.Sprintf("%s %s (%d)", k, summaryNumber(m.sum/float64(m.n)), m.n)
 		}
 		fmt.Fprintf(w, "named scores: %s\n", strings.Join(parts, ", "))
 	}
@@ -604,6 +601,17 @@ func (s *stats) print(w io.Writer, interrupted bool) {
 	if s.warnings > 0 {
 		fmt.Fprintf(w, "warnings: %d case(s) had side-info keys dropped (see \"warnings\" in the results)\n", s.warnings)
 	}
+}
+
+// summaryNumber writes a mean for the summary: 4 decimals for a score in
+// [0, 1] and other moderate magnitudes, %g's 5 significant digits with an
+// exponent for huge or tiny ones (a metric returning 1e300 printed 300
+// digits).
+func summaryNumber(v float64) string {
+	if a := math.Abs(v); (v >= 0 && v <= 1) || (a >= 1e-3 && a < 1e6) {
+		return strconv.FormatFloat(v, 'f', 4, 64)
+	}
+	return strconv.FormatFloat(v, 'g', 5, 64)
 }
 
 // printModelUse adds the model calls to the summary, role by role: the

@@ -2,9 +2,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
+	"github.com/skynetml/skynet/cpython"
 	"hash/maphash"
 	"io"
 	"strconv"
@@ -47,18 +47,6 @@ func addSupervisorFlags(fs *flag.FlagSet) *supervisorFlags {
 	}
 	fs.IntVar(&sv.maxLine, "max-line-bytes", engine.DefaultMaxLineBytes, "longest case line read; a longer one is an input error")
 	return sv
-}
-
-func (sv *supervisorFlags) validate() error {
-	switch {
-	case *sv.loadTimeout <= 0:
-		return errors.New("--load-timeout must be positive")
-	case *sv.maxCrashes < 1:
-		return errors.New("--max-crashes must be at least 1")
-	case sv.maxLine < 1:
-		return errors.New("--max-line-bytes must be at least 1")
-	}
-	return nil
 }
 
 func (sv *supervisorFlags) supervisor(cmd string, args []string, timeout time.Duration, out, stderr io.Writer) *supervisor {
@@ -177,8 +165,8 @@ func (n *interpreters) Set(s string) error {
 		return nil
 	}
 	v, err := strconv.Atoi(s)
-	if err != nil || v < 1 {
-		return fmt.Errorf(`want "auto" or a count of at least 1, got %q`, s)
+	if err != nil || v < 1 || v > cpython.MaxInterpreters {
+		return fmt.Errorf(`want "auto" or a count from 1 to %d`, cpython.MaxInterpreters)
 	}
 	*n = interpreters(v)
 	return nil

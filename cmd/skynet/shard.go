@@ -135,9 +135,6 @@ func addShardFlags(fs *flag.FlagSet) shardFlags {
 
 // spec resolves the shard: the flag, else the environment, else the whole run.
 func (f shardFlags) spec() (shardSpec, error) {
-	if *f.shards < 0 {
-		return shardSpec{}, fmt.Errorf("--shards must be at least 1, got %d", *f.shards)
-	}
 	if *f.shard != "" {
 		return parseShard(*f.shard)
 	}

@@ -12,6 +12,10 @@ import (
 // runVersion prints skynet's version and the CPython it embeds, without
 // starting the interpreter.
 func runVersion(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 1 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help") {
+		fmt.Fprintln(stdout, "usage: skynet version   (skynet's version and the CPython it embeds; also skynet --version)")
+		return exitOK
+	}
 	if len(args) > 0 {
 		fmt.Fprintf(stderr, "skynet version: unexpected argument %q\n", args[0])
 		return exitUsage
