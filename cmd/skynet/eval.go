@@ -82,7 +82,7 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	*out = shard.outPath(*out)
-	results, summary, done, closeOut, err := resultsOutput(*out, *resume, []inputFile{
+	dest, err := resultsOutput(*out, *resume, []inputFile{
 		{"data", *data, "the dataset"}, {"program", *program, "the program"}, {"artifact", *artifactPath, "the artifact"},
 		{"metric", *metric, "the metric"}, {"prices", *models.prices, "the price file"}, {"llm-cache", *models.cache, "the model-reply cache"},
 	}, stdout, stderr)
@@ -90,7 +90,8 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "skynet eval: %v\n", err)
 		return exitUsage
 	}
-	defer closeOut()
+	defer dest.close()
+	results, summary, done := dest.results, dest.summary, dest.done
 	if id, ok := foreignID(done, func(yield func(string) bool) {
 		for _, c := range cases {
 			if shard.takes(c.ID) && !yield(c.ID) {
@@ -104,7 +105,7 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 	entries, readErr := datasetEntries(cases, done, shard)
 	timeLimit := max(*timeout, *runTimeout)
 	s := sv.supervisor("eval", args, timeLimit, results, stderr)
-	s.entries, s.readErr, s.shard = entries, readErr, shard
+	s.entries, s.readErr, s.shard, s.kept = entries, readErr, shard, dest.kept
 	s.noCases = func() string {
 		return fmt.Sprintf("no row of %s could be read as a case (see the input errors in the results)", *data)
 	}
@@ -170,9 +171,15 @@ func datasetEntries(cases []engine.Case, done map[string]bool, shard shardSpec) 
 	return ch, func() error { return err }
 }
 
-func printResumed(w io.Writer, done map[string]bool) {
-	if len(done) > 0 {
-		fmt.Fprintf(w, "resumed: %d case(s) were already done and kept\n", len(done))
+// printResumed says what --resume kept and, since the run's own mean
+// covers only what it scored, the mean of the whole results file.
+func printResumed(w io.Writer, done map[string]bool, kept mean, scored *stats) {
+	if len(done) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "resumed: %d case(s) were already done and kept\n", len(done))
+	if n := kept.n + scored.count; n > 0 {
+		fmt.Fprintf(w, "all %d result(s), kept and new: mean score %s (failed cases count as 0)\n", n, summaryNumber((kept.sum+scored.sum)/float64(n)))
 	}
 }
 
@@ -202,30 +209,41 @@ func openFailed(stderr io.Writer, cmd string, err error) int {
 	return exitUsage
 }
 
+// resultsDest is where a run's results and summary go.
+type resultsDest struct {
+	results, summary io.Writer
+	done             map[string]bool // with --resume: the ids already finished
+	kept             mean            // with --resume: their scores
+	close            func()
+}
+
 // resultsOutput opens where results go: --out, or stdout. The summary goes
 // to stdout when results go to a file, else to stderr. With resume, the file
 // keeps its finished results (see resumeResults) and done holds their ids.
 // A results file that is one of the command's inputs is refused.
-func resultsOutput(out string, resume bool, inputs []inputFile, stdout, stderr io.Writer) (results, summary io.Writer, done map[string]bool, closeFn func(), err error) {
+func resultsOutput(out string, resume bool, inputs []inputFile, stdout, stderr io.Writer) (resultsDest, error) {
 	if out == "" {
 		if resume {
-			return nil, nil, nil, nil, errors.New("--resume needs --out: the results file to continue")
+			return resultsDest{}, errors.New("--resume needs --out: the results file to continue")
 		}
-		return stdout, stderr, nil, func() {}, nil
+		return resultsDest{results: stdout, summary: stderr, close: func() {}}, nil
 	}
 	if err := refuseOverwrite(out, inputs); err != nil {
-		return nil, nil, nil, nil, err
+		return resultsDest{}, err
 	}
+	d := resultsDest{summary: stdout}
 	flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
 	if resume {
-		if done, err = resumeResults(out); err != nil {
-			return nil, nil, nil, nil, err
+		var err error
+		if d.done, d.kept, err = resumeResults(out); err != nil {
+			return resultsDest{}, err
 		}
 		flags = os.O_WRONLY | os.O_CREATE | os.O_APPEND
 	}
 	f, err := os.OpenFile(out, flags, 0o644)
 	if err != nil {
-		return nil, nil, nil, nil, err
+		return resultsDest{}, err
 	}
-	return f, stdout, done, func() { f.Close() }, nil
+	d.results, d.close = f, func() { f.Close() }
+	return d, nil
 }

@@ -154,36 +154,11 @@ func (m *merger) read(part string, maxLine int) error {
 		if len(strings.TrimSpace(string(text))) == 0 {
 			continue
 		}
-		var r struct {
-			ID       *string            `json:"id"`
-			Score    float64            `json:"score"`
-			Scores   map[string]float64 `json:"scores"`
-			Warnings []string           `json:"warnings"`
-			Error    *struct {
-				Kind engine.ErrorKind `json:"kind"`
-			} `json:"error"`
-			Observation *struct {
-				RunMS   *float64 `json:"run_ms"`
-				CostUSD *float64 `json:"cost_usd"`
-			} `json:"observation"`
-		}
-		if err := json.Unmarshal(text, &r); err != nil || r.ID == nil {
+		id, t, scores, ok := parseResult(text)
+		if !ok {
 			return fmt.Errorf("%s:%d: not a result line (a shard stopped mid-write? run it again with --resume, which drops a torn line): %.80q", part, n, text)
 		}
-		p := partLine{part: part, line: n, text: append([]byte(nil), text...), scores: r.Scores}
-		p.tally = tally{score: r.Score, warned: len(r.Warnings) > 0}
-		if r.Error != nil {
-			p.tally.kind = r.Error.Kind
-		}
-		if o := r.Observation; o != nil {
-			if o.RunMS != nil {
-				p.tally.runMS, p.tally.hasRunMS = *o.RunMS, true
-			}
-			if o.CostUSD != nil {
-				p.tally.cost, p.tally.hasCost = *o.CostUSD, true
-			}
-		}
-		id := *r.ID
+		p := partLine{part: part, line: n, text: append([]byte(nil), text...), scores: scores, tally: t}
 		switch {
 		case !m.want[id]:
 			m.foreign = append(m.foreign, fmt.Sprintf("%q (%s)", id, p.where()))
@@ -205,6 +180,41 @@ func (m *merger) read(part string, maxLine int) error {
 		return fmt.Errorf("%s: %w", part, err)
 	}
 	return nil
+}
+
+// parseResult reads one results line (the shape of resultLine): its id,
+// what the summary counts of it and its named scores; !ok for a line that
+// is not a result (torn by a crash, or another file's).
+func parseResult(text []byte) (id string, t tally, scores map[string]float64, ok bool) {
+	var r struct {
+		ID       *string            `json:"id"`
+		Score    float64            `json:"score"`
+		Scores   map[string]float64 `json:"scores"`
+		Warnings []string           `json:"warnings"`
+		Error    *struct {
+			Kind engine.ErrorKind `json:"kind"`
+		} `json:"error"`
+		Observation *struct {
+			RunMS   *float64 `json:"run_ms"`
+			CostUSD *float64 `json:"cost_usd"`
+		} `json:"observation"`
+	}
+	if err := json.Unmarshal(text, &r); err != nil || r.ID == nil {
+		return "", tally{}, nil, false
+	}
+	t = tally{score: r.Score, warned: len(r.Warnings) > 0}
+	if r.Error != nil {
+		t.kind = r.Error.Kind
+	}
+	if o := r.Observation; o != nil {
+		if o.RunMS != nil {
+			t.runMS, t.hasRunMS = *o.RunMS, true
+		}
+		if o.CostUSD != nil {
+			t.cost, t.hasCost = *o.CostUSD, true
+		}
+	}
+	return *r.ID, t, r.Scores, true
 }
 
 // report says what keeps the parts from making the whole, if anything.

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -382,4 +383,31 @@ func TestScoreDataDirectoryRefused(t *testing.T) {
 		assert.Equal(t, "skynet "+cmd+": --data "+example+" is a directory, not a case file (a directory of split files is a dataset: skynet eval reads it)\n", errOut)
 		assert.Empty(t, out)
 	}
+}
+
+// After --resume the run's own mean covers only what it scored; the summary
+// also gives the mean of the whole results file, kept results included.
+func TestResumeSummaryCoversTheWholeFile(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "results.jsonl")
+	code, summary, errOut := skynet("score", "--metric", example+"metric.py", "--data", example+"cases.jsonl", "--out", out)
+	require.Equal(t, exitOK, code, errOut)
+	assert.Contains(t, summary, "mean score: 0.6667")
+	b, err := os.ReadFile(out)
+	require.NoError(t, err)
+	first := strings.SplitAfter(string(b), "\n")[1] // t2, the one that scored 0
+	require.Contains(t, first, `"id":"t2"`)
+	require.NoError(t, os.WriteFile(out, []byte(first), 0o644))
+
+	code, summary, errOut = skynet("score", "--metric", example+"metric.py", "--data", example+"cases.jsonl", "--out", out, "--resume")
+	require.Equal(t, exitOK, code, errOut)
+	assert.Contains(t, summary, "scored 5 case(s)")
+	assert.Contains(t, summary, "mean score: 0.8000", "the run's own: 4 of the 5 it scored")
+	assert.Contains(t, summary, "resumed: 1 case(s) were already done and kept\nall 6 result(s), kept and new: mean score 0.6667 (failed cases count as 0)\n")
+
+	// Everything already done: nothing scored, the file's mean all the same.
+	code, summary, errOut = skynet("score", "--metric", example+"metric.py", "--data", example+"cases.jsonl", "--out", out, "--resume")
+	require.Equal(t, exitOK, code, errOut)
+	assert.Contains(t, summary, "scored 0 case(s)")
+	assert.Contains(t, summary, "all 6 result(s), kept and new: mean score 0.6667")
 }

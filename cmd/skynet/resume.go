@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -19,57 +18,56 @@ import (
 // resumeResults prepares a results file for --resume: it keeps every whole
 // line that is a finished result, drops cancelled ones (an interrupted run
 // writes those for the cases it stopped) and a torn last line, rewrites the
-// file with what it kept and returns the ids already done.
-func resumeResults(path string) (map[string]bool, error) {
+// file with what it kept and returns the ids already done, and the kept
+// results' scores, so the summary can give the mean of the whole file.
+func resumeResults(path string) (map[string]bool, mean, error) {
 	done := map[string]bool{}
+	var kept mean
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return done, nil
+		return done, kept, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, kept, err
 	}
-	var kept bytes.Buffer
+	var keptLines bytes.Buffer
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 1<<20), 1<<30)
 	for n := 1; sc.Scan(); n++ {
 		line := sc.Bytes()
-		var r struct {
-			ID    *string `json:"id"`
-			Error *struct {
-				Kind string `json:"kind"`
-			} `json:"error"`
-		}
-		if json.Unmarshal(line, &r) != nil || r.ID == nil {
+		id, t, _, ok := parseResult(line)
+		if !ok {
 			continue // a torn line from a crash: the case runs again
 		}
-		if r.Error != nil && r.Error.Kind == "canceled" {
+		if t.kind == engine.KindCanceled {
 			continue
 		}
-		if done[*r.ID] {
-			return nil, fmt.Errorf("%s:%d: case id %q appears twice; --resume needs unique ids", path, n, *r.ID)
+		if done[id] {
+			return nil, kept, fmt.Errorf("%s:%d: case id %q appears twice; --resume needs unique ids", path, n, id)
 		}
-		done[*r.ID] = true
-		kept.Write(line)
-		kept.WriteByte('\n')
+		done[id] = true
+		kept.sum += t.score
+		kept.n++
+		keptLines.Write(line)
+		keptLines.WriteByte('\n')
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, kept, fmt.Errorf("%s: %w", path, err)
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".skynet-resume-*")
 	if err != nil {
-		return nil, err
+		return nil, kept, err
 	}
-	if _, err := io.Copy(tmp, &kept); err != nil {
+	if _, err := io.Copy(tmp, &keptLines); err != nil {
 		tmp.Close()
 		os.Remove(tmp.Name())
-		return nil, err
+		return nil, kept, err
 	}
 	if err := tmp.Close(); err != nil {
 		os.Remove(tmp.Name())
-		return nil, err
+		return nil, kept, err
 	}
-	return done, os.Rename(tmp.Name(), path)
+	return done, kept, os.Rename(tmp.Name(), path)
 }
 
 // foreignID returns an id of done that is not among the data's ids: a

@@ -94,7 +94,7 @@ func runScore(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "skynet score: %s has no cases: it is empty or holds only blank lines\n", *data)
 		return exitUsage
 	}
-	results, summary, done, closeOut, err := resultsOutput(*out, *resume, []inputFile{
+	dest, err := resultsOutput(*out, *resume, []inputFile{
 		{"data", *data, "the case file"}, {"metric", *metric, "the metric"},
 		{"prices", *models.prices, "the price file"}, {"llm-cache", *models.cache, "the model-reply cache"},
 	}, stdout, stderr)
@@ -102,7 +102,8 @@ func runScore(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "skynet score: %v\n", err)
 		return exitUsage
 	}
-	defer closeOut()
+	defer dest.close()
+	results, summary, done := dest.results, dest.summary, dest.done
 	if len(done) > 0 && *data != "-" {
 		if id, ok := foreignID(done, shard.filter(fileIDs(*data, sv.maxLine))); ok {
 			fmt.Fprintf(stderr, "skynet score: --resume: %s\n", foreignMessage(*out, shard.of(*data), id))
@@ -125,7 +126,7 @@ func runScore(args []string, stdout, stderr io.Writer) int {
 	}}
 	entries, readErr, foreign := caseEntries(in, *data, done, sv.maxLine, shard, info)
 	s := sv.supervisor("score", args, *timeout, results, stderr)
-	s.entries, s.readErr, s.shard = entries, readErr, shard
+	s.entries, s.readErr, s.shard, s.kept = entries, readErr, shard, dest.kept
 	s.noCases = func() string {
 		msg := fmt.Sprintf("no line of %s is a case (see the input errors in the results)", name)
 		if info.rowLike.Load() && !saidHint.Load() {

@@ -90,7 +90,7 @@ func runSupervised(s *supervisor, total int, done map[string]bool, summary, stde
 	if line := s.restartLine(); line != "" {
 		fmt.Fprintln(summary, line)
 	}
-	printResumed(summary, done)
+	printResumed(summary, done, s.kept, s.st)
 	printModelUse(summary, s.models.use)
 	switch {
 	case s.writeErr != nil:

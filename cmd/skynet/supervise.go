@@ -98,6 +98,7 @@ type supervisor struct {
 	inputDone bool
 
 	interrupted os.Signal
+	kept        mean // --resume: the scores of the results kept, for the summary
 	loaded      bool // a child has loaded the metric once
 	crashRun    int  // cases in a row that crashed
 	deadRun     int  // children in a row that died without a result
