@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -51,21 +52,18 @@ func serveChild(job childJob) int {
 		job.opts.Interpreters, job.opts.Workers = 1, 1
 	}
 	var client *llm.Client
-	var sentCalls int64 = -1
-	models := func() []byte { // the model use, when it changed
+	var sent []byte
+	models := func() []byte { // the model use, when any of it changed
 		if client == nil {
 			return nil
 		}
-		u := modelUseOf(client)
-		calls := int64(0)
-		for _, r := range u {
-			calls += r.Stats.Calls
-		}
-		if calls == sentCalls {
+		// The whole of it, not only the call count: a call's tokens, cost,
+		// retries and failure come after it is counted.
+		b, _ := json.Marshal(modelUseOf(client))
+		if bytes.Equal(b, sent) {
 			return nil
 		}
-		sentCalls = calls
-		b, _ := json.Marshal(u)
+		sent = b
 		return b
 	}
 	fw := newFrameWriter(out, models)
