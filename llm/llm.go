@@ -131,7 +131,17 @@ type Error struct {
 	Attempts int    // how many requests were made, retries included
 	Status   int    // HTTP status of the last attempt, 0 if none
 	Msg      string // what went wrong, without the API key
+
+	cause error // ctx's error when the context ended the call, or ErrClosed
 }
+
+// Unwrap is why the call stopped when that was the caller's doing: the
+// context's error (errors.Is(err, context.DeadlineExceeded) or
+// context.Canceled) or ErrClosed; nil when the endpoint failed.
+func (e *Error) Unwrap() error { return e.cause }
+
+// ErrClosed is the cause of a call made after the Client was closed.
+var ErrClosed = errors.New("the model client is closed")
 
 // Error names the model, what went wrong and the attempts made.
 func (e *Error) Error() string {
@@ -177,8 +187,12 @@ type counters struct {
 	cost                                              float64
 }
 
-// Close closes the cache, if any. Idempotent.
-func (c *Client) Close() error { return c.cfg.Cache.Close() }
+// Close closes the cache, if any; later calls fail with an *Error that
+// unwraps to ErrClosed. Idempotent.
+func (c *Client) Close() error {
+	c.closed.Store(true)
+	return c.cfg.Cache.Close()
+}
 
 // Client calls models. Safe for concurrent use.
 type Client struct {
@@ -187,6 +201,7 @@ type Client struct {
 	mu     sync.Mutex
 	limits map[string]*limit
 	stats  map[Role]*counters
+	closed atomic.Bool
 }
 
 type limit struct {
@@ -315,6 +330,9 @@ func (c *Client) Call(ctx context.Context, role Role, req Request) (Reply, error
 	if model == "" {
 		return Reply{}, &NoModelError{Role: role}
 	}
+	if c.closed.Load() {
+		return Reply{}, &Error{Model: model, Msg: ErrClosed.Error(), cause: ErrClosed}
+	}
 	k := c.stats[role]
 	k.calls.Add(1)
 	reply, err := c.call(ctx, model, req, k, c.cacheable(role, req))
@@ -368,14 +386,20 @@ func (c *Client) call(ctx context.Context, model string, req Request, k *counter
 	case l.slots <- struct{}{}:
 		defer func() { <-l.slots }()
 	case <-ctx.Done():
-		return Reply{}, &Error{Model: model, Msg: "gave up waiting for a free request slot: " + ctx.Err().Error()}
+		return Reply{}, &Error{Model: model, Msg: "gave up waiting for a free request slot: " + ctx.Err().Error(), cause: ctx.Err()}
 	}
 	attempts := 0
 	for {
 		attempts++
 		if l.rate != nil {
 			if err := l.rate.Wait(ctx); err != nil {
-				return Reply{}, &Error{Model: model, Attempts: attempts, Msg: "rate limit wait: " + err.Error()}
+				// Wait refuses at once a wait that would outlast ctx's deadline.
+				cause := ctx.Err()
+				if cause == nil {
+					cause = context.DeadlineExceeded
+				}
+				return Reply{}, &Error{Model: model, Attempts: attempts - 1,
+					Msg: "the requests-per-minute limit would hold this call past the context's deadline", cause: cause}
 			}
 		}
 		reply, status, retryAfter, err := c.once(ctx, model, name, body)
@@ -388,7 +412,7 @@ func (c *Client) call(ctx context.Context, model string, req Request, k *counter
 		}
 		retryable := status == http.StatusTooManyRequests || status >= 500 || (status == 0 && ctx.Err() == nil && isConnError(err))
 		if !retryable || attempts > c.cfg.MaxRetries {
-			return Reply{}, &Error{Model: model, Attempts: attempts, Status: status, Msg: err.Error()}
+			return Reply{}, &Error{Model: model, Attempts: attempts, Status: status, Msg: err.Error(), cause: ctx.Err()}
 		}
 		k.retries.Add(1)
 		wait := backoff(attempts)
@@ -400,7 +424,7 @@ func (c *Client) call(ctx context.Context, model string, req Request, k *counter
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return Reply{}, &Error{Model: model, Attempts: attempts, Status: status, Msg: err.Error() + "; then " + ctx.Err().Error()}
+			return Reply{}, &Error{Model: model, Attempts: attempts, Status: status, Msg: err.Error() + "; then " + ctx.Err().Error(), cause: ctx.Err()}
 		}
 	}
 }

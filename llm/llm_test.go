@@ -293,3 +293,73 @@ func TestRequestsPerMinute(t *testing.T) {
 	}
 	assert.GreaterOrEqual(t, time.Since(start), 450*time.Millisecond, "5 requests past the burst wait 100 ms each")
 }
+
+// A call the caller's context ends unwraps to the context's error, so an
+// optimizer tells its own deadline or cancellation from an endpoint failure.
+func TestContextEndsUnwrap(t *testing.T) {
+	f := newFake(t, func(n int64, w http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
+	c := client(t, f, Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	_, err := c.Call(ctx, RoleMetric, Request{Instructions: "x"})
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	var le *Error
+	require.ErrorAs(t, err, &le)
+
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	time.AfterFunc(100*time.Millisecond, cancel2)
+	_, err = c.Call(ctx2, RoleMetric, Request{Instructions: "x"})
+	assert.ErrorIs(t, err, context.Canceled)
+
+	// The requests-per-minute limit refuses a wait past the deadline.
+	g := newFake(t, ok("x", 1, 1))
+	slow := client(t, g, Config{RequestsPerMinute: 1})
+	_, err = slow.Call(context.Background(), RoleMetric, Request{Instructions: "x"}) // the burst of 1
+	require.NoError(t, err)
+	ctx3, cancel3 := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel3()
+	_, err = slow.Call(ctx3, RoleMetric, Request{Instructions: "x"})
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.ErrorContains(t, err, "requests-per-minute limit")
+	assert.NotContains(t, err.Error(), "Wait(n=1)")
+
+	// An endpoint failure has no such cause.
+	h := newFake(t, func(n int64, w http.ResponseWriter, r *http.Request) { http.Error(w, "bad", http.StatusBadRequest) })
+	_, err = client(t, h, Config{}).Call(context.Background(), RoleMetric, Request{Instructions: "x"})
+	require.ErrorAs(t, err, &le)
+	assert.Nil(t, errors.Unwrap(err))
+}
+
+// After Close a call fails with ErrClosed, and a cache closed under a live
+// client misses instead of crashing the host.
+func TestClosedClientAndCache(t *testing.T) {
+	f := newFake(t, ok("answer", 10, 2))
+	zero := 0.0
+	req := Request{Instructions: "x", Temperature: &zero}
+	cache, err := OpenCache(t.TempDir() + "/cache.db")
+	require.NoError(t, err)
+	c := client(t, f, Config{TaskModel: "openai/gpt-4o-mini", Cache: cache})
+	_, err = c.Call(context.Background(), RoleTask, req)
+	require.NoError(t, err)
+	require.NoError(t, cache.Close())
+	r, err := c.Call(context.Background(), RoleTask, req)
+	require.NoError(t, err, "a closed cache misses")
+	assert.False(t, r.Cached)
+	assert.Equal(t, int64(2), f.requests.Load())
+
+	require.NoError(t, c.Close())
+	require.NoError(t, c.Close(), "idempotent")
+	_, err = c.Call(context.Background(), RoleTask, req)
+	assert.ErrorIs(t, err, ErrClosed)
+	assert.Equal(t, int64(2), f.requests.Load(), "a closed client calls nobody")
+}
+
+// A cache file another open cache holds is said to be locked.
+func TestCacheLocked(t *testing.T) {
+	path := t.TempDir() + "/cache.db"
+	a, err := OpenCache(path)
+	require.NoError(t, err)
+	defer a.Close()
+	_, err = OpenCache(path)
+	assert.ErrorContains(t, err, "locked")
+}
