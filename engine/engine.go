@@ -198,8 +198,9 @@ func (e *Engine) LLM() *llm.Client { return e.llm }
 // Stats counts what an engine has done, for optimizers that enforce budgets.
 type Stats struct {
 	// ScoreCalls is how many score calls have returned, with a score or
-	// not. A call still running after its timeout (blocked in time.sleep or
-	// a socket read) is counted when it returns.
+	// not; a case whose run failed (Evaluate) made none. A call still
+	// running after its timeout (blocked in time.sleep or a socket read) is
+	// counted when it returns.
 	ScoreCalls int64
 	// Models counts llm() calls, tokens, cost and cache hits by role. They
 	// are the client's: totals over every engine that shares it.

@@ -161,6 +161,11 @@ def run(artifact, input):
 	assert.Equal(t, "case s: run timed out after 200ms", rs[1].Err.Message)
 	require.Nil(t, rs[2].Err, "%+v", rs[2].Err)
 	assert.Equal(t, 1.0, rs[2].Score)
+	// Only f reached score: a run that failed is no score call. (The count
+	// is added when the batch returns, just after its results.)
+	require.Eventually(t, func() bool { return e.Stats().ScoreCalls >= 1 }, 2*time.Second, 5*time.Millisecond)
+	time.Sleep(50 * time.Millisecond)
+	assert.Equal(t, int64(1), e.Stats().ScoreCalls)
 }
 
 func TestProgramChecks(t *testing.T) {

@@ -689,7 +689,15 @@ func (e *Engine) runBatch(w *worker, br *batchRun, args *cpython.BatchArgs, obs 
 		run = w.py.run
 	}
 	finished := w.caller.ScoreBatch(br.b, w.py.score, run, e.nargs, args, e.cache, br.tokenBase, e.mode, w.slot.Handle(), e.budget)
-	e.scoreCalls.Add(int64(finished))
+	calls := finished
+	if run != nil { // a case whose run failed never called score
+		for i := range br.jobs {
+			if br.b.State(i) == cpython.SlotDone && br.b.Slot(i).RunFailed {
+				calls--
+			}
+		}
+	}
+	e.scoreCalls.Add(int64(max(calls, 0)))
 	if br.b.Refused() {
 		e.refuseSubs(w.caller.Refusal())
 	}
