@@ -67,7 +67,8 @@ type Result struct {
 	// program ran (Evaluate), what Skynet measured.
 	Observation Observation
 	// Output is what run returned (Evaluate only), as JSON-able Go values;
-	// a value JSON cannot hold is given as its Python repr.
+	// a value JSON cannot hold is a short description string: its type,
+	// and its repr when short ("set {1, 2}", "bytes of length 2").
 	Output any
 }
 

@@ -209,7 +209,7 @@ func superviseCheck(args []string, stderr io.Writer, loadTimeout, perCases time.
 		return nil, c.failed // the child said why on stderr
 	}
 	if why == "" {
-		why = c.deathReason()
+		why = c.deathReason("the metric")
 		if out := c.tail.lastOutput(); out != "" {
 			why += "; last output: " + out
 		}

@@ -411,3 +411,21 @@ func TestResumeSummaryCoversTheWholeFile(t *testing.T) {
 	assert.Contains(t, summary, "scored 0 case(s)")
 	assert.Contains(t, summary, "all 6 result(s), kept and new: mean score 0.6667")
 }
+
+// A program that ends the Python process in eval is not blamed on the
+// metric alone, and the crash names its case, as the engine's messages do.
+func TestEvalCrashInRunNamesTheProgram(t *testing.T) {
+	dir := t.TempDir()
+	prog := writeFile(t, dir, "program.py", "import os\ndef run(artifact, input):\n    if input['message'] == 'boom':\n        os._exit(9)\n    return 'x'\n")
+	data := writeFile(t, dir, "data.csv", "id,message,label\na,fine,x\nb,boom,x\nc,fine,x\n")
+	code, out, errOut := skynet("eval", "--metric", example+"metric.py", "--program", prog, "--artifact", datasetDir+"keywords.txt",
+		"--data", data, "--outputs", "label")
+	assert.Equal(t, exitCheck, code, errOut)
+	lines := resultLines(t, out)
+	require.Len(t, lines, 3)
+	require.NotNil(t, lines[1].Error)
+	assert.Equal(t, "crash", string(lines[1].Error.Kind))
+	assert.Equal(t, "case b: the program or the metric ended the Python process (exit code 9) while running and scoring this case alone", lines[1].Error.Message)
+	assert.Nil(t, lines[0].Error)
+	assert.Nil(t, lines[2].Error)
+}

@@ -599,7 +599,7 @@ drain:
 		s.resetSent(false)
 		return
 	}
-	why := c.deathReason()
+	why := c.deathReason(s.culprit())
 	if left == 0 {
 		// Died between cases: nothing to blame.
 		s.deadRun++
@@ -617,7 +617,11 @@ drain:
 	// Alone, the case it had killed it: that is the case's result.
 	for _, e := range s.queue[:s.next] {
 		if e.res == nil {
-			msg := fmt.Sprintf("%s while scoring this case alone", why)
+			doing := "scoring"
+			if s.cmd == "eval" {
+				doing = "running and scoring"
+			}
+			msg := fmt.Sprintf("case %s: %s while %s this case alone", e.id, why, doing)
 			if out := c.tail.lastOutput(); out != "" {
 				msg += "; last output: " + out
 			}
@@ -630,7 +634,7 @@ drain:
 		}
 	}
 	if s.crashRun >= s.maxCrashes {
-		s.gaveUp = fmt.Sprintf("not scored: the metric crashed the Python process on %d cases in a row, so skynet stopped restarting it (--max-crashes)", s.crashRun)
+		s.gaveUp = fmt.Sprintf("not scored: %s crashed the Python process on %d cases in a row, so skynet stopped restarting it (--max-crashes)", s.culprit(), s.crashRun)
 	}
 	s.resetSent(s.suspects > 1)
 }
@@ -664,7 +668,7 @@ func (s *supervisor) loadEnded(ctx context.Context, c *child) {
 		default:
 			why := c.killed
 			if why == "" {
-				why = c.deathReason() + " while loading the metric"
+				why = c.deathReason(s.culprit()) + " while loading the metric"
 			}
 			if out := c.tail.lastOutput(); out != "" && !strings.Contains(why, "did not finish") {
 				why += "; last output: " + out
@@ -679,7 +683,7 @@ func (s *supervisor) loadEnded(ctx context.Context, c *child) {
 	if s.deadRun >= 3 {
 		why := c.killed
 		if why == "" {
-			why = c.deathReason()
+			why = c.deathReason(s.culprit())
 		}
 		s.gaveUp = fmt.Sprintf("not scored: the Python process failed to load the metric again %d times in a row (last: %s)", s.deadRun, why)
 	}
@@ -770,7 +774,16 @@ func (s *supervisor) restartLine() string {
 }
 
 // deathReason says how the child ended, for messages.
-func (c *child) deathReason() string {
+// culprit is what a crash is put down to: eval runs the program and the metric.
+func (s *supervisor) culprit() string {
+	if s.cmd == "eval" {
+		return "the program or the metric"
+	}
+	return "the metric"
+}
+
+// deathReason says how the child ended; culprit is what ran in it.
+func (c *child) deathReason(culprit string) string {
 	if c.killed != "" && c.killed != "wedged" && c.killed != "interrupted" {
 		return c.killed
 	}
@@ -781,15 +794,15 @@ func (c *child) deathReason() string {
 	ws, _ := st.Sys().(syscall.WaitStatus)
 	switch {
 	case ws.Signaled():
-		return fmt.Sprintf("the metric crashed the Python process (%s)", signalName(ws.Signal()))
+		return fmt.Sprintf("%s crashed the Python process (%s)", culprit, signalName(ws.Signal()))
 	case c.tail.signal != "":
-		return fmt.Sprintf("the metric crashed the Python process (%s)", c.tail.signal)
+		return fmt.Sprintf("%s crashed the Python process (%s)", culprit, c.tail.signal)
 	case ws.Exited() && ws.ExitStatus() == 2 && c.tail.first != "":
 		return fmt.Sprintf("the Python process failed (%s)", c.tail.first)
 	case ws.Exited() && ws.ExitStatus() == exitLostChannel:
-		return "the metric closed or broke the Python process's channel to skynet (its file descriptors)"
+		return culprit + " closed or broke the Python process's channel to skynet (its file descriptors)"
 	case ws.Exited():
-		return fmt.Sprintf("the metric ended the Python process (exit code %d)", ws.ExitStatus())
+		return fmt.Sprintf("%s ended the Python process (exit code %d)", culprit, ws.ExitStatus())
 	}
 	return "the Python process ended: " + st.String()
 }
