@@ -14,7 +14,9 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/skynetml/skynet/cpython"
 	"github.com/stretchr/testify/assert"
@@ -403,4 +405,45 @@ func uniqueIDs(t *testing.T, data []byte, n int) []byte {
 		out.WriteByte('\n')
 	}
 	return out.Bytes()
+}
+
+// The summary's model use is the whole of it: every call's tokens, cost,
+// retries and failure, also those that come after the last call is counted.
+func TestModelUseCountsRetriesFailuresAndTokens(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if strings.Contains(string(body), "refused") {
+			http.Error(w, "bad request", http.StatusBadRequest) // not retried: a failed call
+			return
+		}
+		mu.Lock()
+		first := !seen[string(body)]
+		seen[string(body)] = true
+		mu.Unlock()
+		if first {
+			http.Error(w, "busy", http.StatusInternalServerError) // each call's first request: one retry
+			return
+		}
+		// Slower than the child's first report (every 0.5 s), made once every
+		// call has started: the tokens and cost come after the calls are counted.
+		time.Sleep(time.Second)
+		fmt.Fprint(w, `{"choices": [{"message": {"content": "PASS. Fine."}}], "usage": {"prompt_tokens": 1000, "completion_tokens": 500}}`)
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	prices := writeFile(t, dir, "prices.json", `{"openai/gpt-4o-mini": {"input_per_mtok": 1000, "output_per_mtok": 2000}}`)
+	var cases strings.Builder
+	for i := 1; i <= 6; i++ {
+		fmt.Fprintf(&cases, `{"id": "q%d", "input": {"question": "q%d"}, "output": "a"}`+"\n", i, i)
+	}
+	cases.WriteString(`{"id": "r", "input": {"question": "refused"}, "output": "a"}` + "\n")
+	data := writeFile(t, dir, "cases.jsonl", cases.String())
+	code, out, errOut := skynet("score", "--metric", "../../testdata/judge/metric.py", "--data", data, "--workers", "8",
+		"--reflection-model", "openai/gpt-4o-mini", "--llm-base-url", srv.URL+"/v1", "--prices", prices)
+	require.Equal(t, exitOK, code, errOut)
+	require.Len(t, resultLines(t, out), 7)
+	// 6 good calls of 1000 + 500 tokens at $1 + $1, each retried once; one refused.
+	assert.Contains(t, errOut, "metric model openai/gpt-4o-mini: 7 call(s), 1 failed, 6 retries, 0 cache hit(s), 6000 input + 3000 output tokens, cost $12.000000")
 }
