@@ -411,3 +411,27 @@ func TestResumeSummaryCoversTheWholeFile(t *testing.T) {
 	assert.Contains(t, summary, "scored 0 case(s)")
 	assert.Contains(t, summary, "all 6 result(s), kept and new: mean score 0.6667")
 }
+
+// Defects a newcomer met in merge, eval's columns and case lines (issue 19).
+
+// A column named in --outputs or --inputs that no row has is exit 2 at
+// once, naming the dataset's columns and the one meant; every row got the
+// same input error and the run ended "the metric was not called".
+func TestEvalColumnNoRowHas(t *testing.T) {
+	data := datasetDir + "tickets.csv"
+	for _, tc := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"--outputs", "labl"}, "skynet eval: --outputs labl: no row of " + data + ` has a column "labl" (its columns: id, message, label, split); did you mean "label"?` + "\n"},
+		{[]string{"--outputs", "label", "--inputs", "message,nosuch"}, "skynet eval: --inputs message,nosuch: no row of " + data + ` has a column "nosuch" (its columns: id, message, label, split)` + "\n"},
+		{[]string{"--outputs", "Label"}, `did you mean "label"?`},
+	} {
+		code, lines, errOut := evalLines(t, append([]string{"--data", data}, tc.args...)...)
+		assert.Equal(t, exitUsage, code, errOut)
+		assert.Contains(t, errOut, tc.says)
+		assert.NotContains(t, errOut, "scored")
+		assert.NotContains(t, errOut, "missing output column")
+		assert.Empty(t, lines)
+	}
+}
