@@ -56,24 +56,9 @@ type row struct {
 // *ColumnError), or Split selects none (a *SplitError). A UTF-8
 // byte order mark at the start of a file is skipped; CRLF reads as LF.
 func (d Dataset) Cases() ([]Case, error) {
-	path, err := d.file()
+	path, rows, err := d.rows()
 	if err != nil {
 		return nil, err
-	}
-	var rows []row
-	switch strings.ToLower(filepath.Ext(path)) {
-	case ".jsonl", ".ndjson":
-		rows, err = readJSONL(path)
-	case ".csv":
-		rows, err = readCSV(path)
-	default:
-		return nil, fmt.Errorf("dataset %s: use a .jsonl or .csv file", path)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if len(rows) == 0 {
-		return nil, fmt.Errorf("dataset %s has no cases: it holds no rows", path)
 	}
 	if err := d.columnsExist(path, rows); err != nil {
 		return nil, err
@@ -105,6 +90,48 @@ func (d Dataset) Cases() ([]Case, error) {
 		cases[i] = d.toCase(r)
 	}
 	return cases, nil
+}
+
+// Splits names the dataset's splits: a directory's split files, or the
+// values of a file's "split" column in order of appearance (none when it
+// has no such column). Split, Inputs, Outputs, Sample and Limit play no part.
+func (d Dataset) Splits() ([]string, error) {
+	if isDir(d.Path) {
+		return splitFiles(d.Path), nil
+	}
+	_, rows, err := d.rows()
+	if err != nil {
+		return nil, err
+	}
+	var splits []string
+	for _, r := range rows {
+		if v, ok := field(r, "split"); ok && r.err == nil && !slices.Contains(splits, jsonString(v)) {
+			splits = append(splits, jsonString(v))
+		}
+	}
+	return splits, nil
+}
+
+// rows reads the file of the dataset (of the split, for a directory).
+func (d Dataset) rows() (path string, rows []row, err error) {
+	if path, err = d.file(); err != nil {
+		return "", nil, err
+	}
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".jsonl", ".ndjson":
+		rows, err = readJSONL(path)
+	case ".csv":
+		rows, err = readCSV(path)
+	default:
+		return "", nil, fmt.Errorf("dataset %s: use a .jsonl or .csv file", path)
+	}
+	if err != nil {
+		return "", nil, err
+	}
+	if len(rows) == 0 {
+		return "", nil, fmt.Errorf("dataset %s has no cases: it holds no rows", path)
+	}
+	return path, rows, nil
 }
 
 func (d Dataset) file() (string, error) {

@@ -218,3 +218,20 @@ func TestDatasetColumnNoRowHas(t *testing.T) {
 	assert.NoError(t, cases[0].invalid)
 	assert.ErrorContains(t, cases[1].invalid, jsonl+`:2: missing input column "question"`)
 }
+
+// Splits names a dataset's splits (skynet merge uses it to tell parts run
+// with --split from a merge without it).
+func TestDatasetSplits(t *testing.T) {
+	for path, want := range map[string][]string{
+		"../testdata/dataset/tickets.csv":    {"train", "val", "test"},
+		"../testdata/dataset/tickets.jsonl":  {"train", "val", "test"},
+		"../testdata/dataset/splits":         {"train", "val", "test"},
+		"../testdata/dataset/bad_rows.jsonl": nil,
+	} {
+		got, err := Dataset{Path: path, Split: "ignored", Outputs: []string{"nosuch"}}.Splits()
+		require.NoError(t, err, path)
+		assert.Equal(t, want, got, path)
+	}
+	_, err := Dataset{Path: "../testdata/dataset/none.csv"}.Splits()
+	assert.Error(t, err)
+}
