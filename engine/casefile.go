@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/skynetml/skynet/cpython"
@@ -94,16 +96,92 @@ func ParseCase(line []byte, lineNo int) (Case, error) {
 		c.Expected = expected
 	}
 	if observation != nil && jsonKind(observation) != "null" {
-		dec := json.NewDecoder(bytes.NewReader(observation))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&c.Observation); err != nil {
-			return fail(`"observation": %v (known fields: run_ms, cost_usd, model_calls, input_tokens, output_tokens)`, err)
+		o, msg := parseObservation(observation)
+		if msg != "" {
+			return fail("%s", msg)
 		}
-		if err := validateObservation(c.Observation); err != nil {
-			return fail(`"observation": %v`, err)
-		}
+		c.Observation = o
 	}
 	return c, nil
+}
+
+// obsField is an observation field of a case line: its unit, for
+// messages, and whether it counts (a whole number).
+type obsField struct {
+	name, unit string
+	count      bool
+}
+
+var observationFields = []obsField{
+	{"run_ms", "a number of milliseconds", false},
+	{"cost_usd", "a number of US dollars", false},
+	{"model_calls", "a whole number of calls", true},
+	{"input_tokens", "a whole number of tokens", true},
+	{"output_tokens", "a whole number of tokens", true},
+}
+
+// parseObservation reads a case line's "observation" object; msg says,
+// in the case file's terms (not Go's), what is wrong with it.
+func parseObservation(raw []byte) (o Observation, msg string) {
+	known := make([]string, len(observationFields))
+	for i, f := range observationFields {
+		known[i] = f.name
+	}
+	if kind := jsonKind(raw); kind != "an object" {
+		return o, fmt.Sprintf(`"observation" must be an object (of %s), got %s`, strings.Join(known, ", "), kind)
+	}
+	members, err := cpython.SplitObject(raw, nil)
+	if err != nil {
+		return o, fmt.Sprintf(`"observation": %v`, err)
+	}
+	for _, m := range members {
+		i := slices.IndexFunc(observationFields, func(f obsField) bool { return f.name == m.Key })
+		if i < 0 {
+			return o, fmt.Sprintf("unknown field observation.%s (known fields: %s)", m.Key, strings.Join(known, ", "))
+		}
+		f := observationFields[i]
+		kind := jsonKind(m.Value)
+		if kind == "null" {
+			continue // not measured
+		}
+		bad := func(got string) (Observation, string) {
+			return Observation{}, fmt.Sprintf("observation.%s must be %s, got %s", f.name, f.unit, got)
+		}
+		if kind != "a number" {
+			return bad(kind)
+		}
+		if f.count {
+			v, err := strconv.ParseInt(string(m.Value), 10, 64)
+			if err != nil {
+				return bad(string(m.Value))
+			}
+			if v < 0 {
+				return bad(fmt.Sprintf("%d (it must be >= 0)", v))
+			}
+			switch f.name {
+			case "model_calls":
+				o.ModelCalls = &v
+			case "input_tokens":
+				o.InputTokens = &v
+			default:
+				o.OutputTokens = &v
+			}
+			continue
+		}
+		v, err := strconv.ParseFloat(string(m.Value), 64)
+		if err != nil || math.IsInf(v, 0) {
+			return bad(string(m.Value) + " (out of range)")
+		}
+		if v < 0 {
+			return bad(fmt.Sprintf("%v (it must be >= 0)", v))
+		}
+		if f.name == "run_ms" {
+			o.RunMS = &v
+		} else {
+			o.CostUSD = &v
+		}
+	}
+	return o, ""
 }
 
 // loneSurrogate returns the first \uXXXX escape in a JSON string that is a
@@ -138,20 +216,6 @@ func loneSurrogate(str []byte) string {
 		i += 5
 	}
 	return ""
-}
-
-func validateObservation(o Observation) error {
-	for name, v := range map[string]*float64{"run_ms": o.RunMS, "cost_usd": o.CostUSD} {
-		if v != nil && (*v < 0 || math.IsNaN(*v) || math.IsInf(*v, 0)) {
-			return fmt.Errorf("%s must be a number >= 0, got %v", name, *v)
-		}
-	}
-	for name, v := range map[string]*int64{"model_calls": o.ModelCalls, "input_tokens": o.InputTokens, "output_tokens": o.OutputTokens} {
-		if v != nil && *v < 0 {
-			return fmt.Errorf("%s must be >= 0, got %d", name, *v)
-		}
-	}
-	return nil
 }
 
 // caseID is the id a case line's "id" value gives: a string's text, a

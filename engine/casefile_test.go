@@ -282,3 +282,38 @@ func FuzzQuickID(f *testing.F) {
 		}
 	})
 }
+
+// A bad observation value reads like the other case-line errors, in the
+// case file's terms: not encoding/json's "cannot unmarshal string into Go
+// struct field Observation.run_ms of type float64".
+func TestCaseObservationErrors(t *testing.T) {
+	for obs, want := range map[string]string{
+		`{"run_ms": "fast"}`:            "line 3: observation.run_ms must be a number of milliseconds, got a string",
+		`{"cost_usd": true}`:            "line 3: observation.cost_usd must be a number of US dollars, got a boolean",
+		`{"run_ms": -1}`:                "line 3: observation.run_ms must be a number of milliseconds, got -1 (it must be >= 0)",
+		`{"run_ms": 1e999}`:             "line 3: observation.run_ms must be a number of milliseconds, got 1e999 (out of range)",
+		`{"model_calls": 1.5}`:          "line 3: observation.model_calls must be a whole number of calls, got 1.5",
+		`{"input_tokens": [1]}`:         "line 3: observation.input_tokens must be a whole number of tokens, got an array",
+		`{"output_tokens": -2}`:         "line 3: observation.output_tokens must be a whole number of tokens, got -2 (it must be >= 0)",
+		`{"runms": 1}`:                  "line 3: unknown field observation.runms (known fields: run_ms, cost_usd, model_calls, input_tokens, output_tokens)",
+		`[1]`:                           `line 3: "observation" must be an object (of run_ms, cost_usd, model_calls, input_tokens, output_tokens), got an array`,
+		`{"run_ms": 12, "cost_usd": 0}`: "",
+		`{"run_ms": null}`:              "",
+	} {
+		c, err := ParseCase([]byte(`{"id": "a", "input": {}, "output": 1, "observation": `+obs+`}`), 3)
+		if want == "" {
+			assert.NoError(t, err, obs)
+			continue
+		}
+		var le *LineError
+		require.True(t, errors.As(err, &le), obs)
+		assert.Equal(t, want, err.Error(), obs)
+		assert.NotContains(t, err.Error(), "Go struct", obs)
+		assert.Equal(t, "a", c.ID, "the error keeps the case's id")
+	}
+	c, err := ParseCase([]byte(`{"input": {}, "output": 1, "observation": {"run_ms": 12.5, "model_calls": 2}}`), 1)
+	require.NoError(t, err)
+	assert.Equal(t, 12.5, *c.Observation.RunMS)
+	assert.Equal(t, int64(2), *c.Observation.ModelCalls)
+	assert.Nil(t, c.Observation.CostUSD)
+}

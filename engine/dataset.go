@@ -52,27 +52,16 @@ type row struct {
 // Cases reads the dataset. A bad row (missing column, bad JSON, not an
 // object) becomes a Case that yields an input error naming file and line;
 // no row is dropped. An error is returned when the dataset cannot be read
-// at all, holds no rows, or Split selects none (a *SplitError). A UTF-8
+// at all, holds no rows, names in Inputs or Outputs a column no row has (a
+// *ColumnError), or Split selects none (a *SplitError). A UTF-8
 // byte order mark at the start of a file is skipped; CRLF reads as LF.
 func (d Dataset) Cases() ([]Case, error) {
-	path, err := d.file()
+	path, rows, err := d.rows()
 	if err != nil {
 		return nil, err
 	}
-	var rows []row
-	switch strings.ToLower(filepath.Ext(path)) {
-	case ".jsonl", ".ndjson":
-		rows, err = readJSONL(path)
-	case ".csv":
-		rows, err = readCSV(path)
-	default:
-		return nil, fmt.Errorf("dataset %s: use a .jsonl or .csv file", path)
-	}
-	if err != nil {
+	if err := d.columnsExist(path, rows); err != nil {
 		return nil, err
-	}
-	if len(rows) == 0 {
-		return nil, fmt.Errorf("dataset %s has no cases: it holds no rows", path)
 	}
 	if d.Split != "" && !isDir(d.Path) {
 		if err := d.splitExists(path, rows); err != nil {
@@ -101,6 +90,48 @@ func (d Dataset) Cases() ([]Case, error) {
 		cases[i] = d.toCase(r)
 	}
 	return cases, nil
+}
+
+// Splits names the dataset's splits: a directory's split files, or the
+// values of a file's "split" column in order of appearance (none when it
+// has no such column). Split, Inputs, Outputs, Sample and Limit play no part.
+func (d Dataset) Splits() ([]string, error) {
+	if isDir(d.Path) {
+		return splitFiles(d.Path), nil
+	}
+	_, rows, err := d.rows()
+	if err != nil {
+		return nil, err
+	}
+	var splits []string
+	for _, r := range rows {
+		if v, ok := field(r, "split"); ok && r.err == nil && !slices.Contains(splits, jsonString(v)) {
+			splits = append(splits, jsonString(v))
+		}
+	}
+	return splits, nil
+}
+
+// rows reads the file of the dataset (of the split, for a directory).
+func (d Dataset) rows() (path string, rows []row, err error) {
+	if path, err = d.file(); err != nil {
+		return "", nil, err
+	}
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".jsonl", ".ndjson":
+		rows, err = readJSONL(path)
+	case ".csv":
+		rows, err = readCSV(path)
+	default:
+		return "", nil, fmt.Errorf("dataset %s: use a .jsonl or .csv file", path)
+	}
+	if err != nil {
+		return "", nil, err
+	}
+	if len(rows) == 0 {
+		return "", nil, fmt.Errorf("dataset %s has no cases: it holds no rows", path)
+	}
+	return path, rows, nil
 }
 
 func (d Dataset) file() (string, error) {
@@ -212,6 +243,94 @@ func (d Dataset) splitExists(path string, rows []row) error {
 		}
 	}
 	return &SplitError{Path: path, Split: d.Split, Splits: splits, NoColumn: len(splits) == 0}
+}
+
+// ColumnError is a Dataset whose Inputs or Outputs name a column that no
+// row of the file has (a typo, most likely). A column that only some rows
+// lack is those rows' input error instead.
+type ColumnError struct {
+	Path    string   // the dataset file
+	Column  string   // the column named
+	Output  bool     // it is one of Outputs (else of Inputs)
+	Columns []string // the columns the file's rows have, in order of first appearance
+}
+
+// Error names the file, its columns and the one meant, when one is close.
+func (e *ColumnError) Error() string {
+	msg := fmt.Sprintf("no row of %s has a column %q (its columns: %s)", e.Path, e.Column, strings.Join(e.Columns, ", "))
+	if near := closestColumn(e.Column, e.Columns); near != "" {
+		msg += fmt.Sprintf("; did you mean %q?", near)
+	}
+	return msg
+}
+
+// columnsExist says, as a *ColumnError, when a named column is in no
+// readable row; with no readable row, the rows' own errors tell.
+func (d Dataset) columnsExist(path string, rows []row) error {
+	var cols []string
+	for _, r := range rows {
+		if r.err != nil {
+			continue
+		}
+		for _, f := range r.fields {
+			if !slices.Contains(cols, f.Key) {
+				cols = append(cols, f.Key)
+			}
+		}
+	}
+	if len(cols) == 0 {
+		return nil
+	}
+	for _, named := range []struct {
+		cols   []string
+		output bool
+	}{{d.Inputs, false}, {d.Outputs, true}} {
+		for _, c := range named.cols {
+			if !slices.Contains(cols, c) {
+				return &ColumnError{Path: path, Column: c, Output: named.output, Columns: cols}
+			}
+		}
+	}
+	return nil
+}
+
+// closestColumn is the column of cols that name is a typo of: the same
+// but for letter case, else within an edit distance of 2 (and shorter than
+// name, so that "x" is not taken for "id"); "" when none is.
+func closestColumn(name string, cols []string) string {
+	for _, c := range cols {
+		if strings.EqualFold(c, name) {
+			return c
+		}
+	}
+	best, bestD := "", 3
+	for _, c := range cols {
+		if d := editDistance(name, c); d < bestD && d < len(name) {
+			best, bestD = c, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 func isDir(p string) bool {

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -176,4 +177,61 @@ func TestDatasetShortCSVRowKeepsID(t *testing.T) {
 	assert.Equal(t, path+`:3: 2 fields, the header has 3: no value for "label"`, cases[1].invalid.Error())
 	assert.Equal(t, path+`:4: 1 field, the header has 3: no value for "message", "label"`, cases[2].invalid.Error())
 	assert.Equal(t, path+`:5: 4 fields, the header has 3`, cases[3].invalid.Error())
+}
+
+// An input or output column that no row has (a typo) is the Dataset's
+// error, naming the file's columns and the one meant, not the same input
+// error on every row and then a run that never called the metric. A column
+// only some rows lack stays those rows' input error.
+func TestDatasetColumnNoRowHas(t *testing.T) {
+	dir := t.TempDir()
+	data := writeDataset(t, dir, "data.csv", "id,question,answer,split\na1,q1,x,train\na2,q2,y,val\n")
+	jsonl := writeDataset(t, dir, "data.jsonl", `{"id": "a1", "question": "q1", "answer": "x"}`+"\n"+`{"id": "a2", "Question": "q2", "answer": "y"}`+"\n")
+	for _, tc := range []struct {
+		d      Dataset
+		column string
+		output bool
+		says   string
+	}{
+		{Dataset{Path: data, Outputs: []string{"answr"}}, "answr", true,
+			`no row of ` + data + ` has a column "answr" (its columns: id, question, answer, split); did you mean "answer"?`},
+		{Dataset{Path: data, Inputs: []string{"question", "nosuch"}, Outputs: []string{"answer"}}, "nosuch", false,
+			`no row of ` + data + ` has a column "nosuch" (its columns: id, question, answer, split)`},
+		{Dataset{Path: data, Outputs: []string{"ANSWER"}}, "ANSWER", true, `did you mean "answer"?`},
+		{Dataset{Path: data, Inputs: []string{"x"}}, "x", false, `(its columns: id, question, answer, split)`},
+		{Dataset{Path: jsonl, Outputs: []string{"label"}}, "label", true, `(its columns: id, question, answer, Question)`},
+	} {
+		_, err := tc.d.Cases()
+		var ce *ColumnError
+		require.True(t, errors.As(err, &ce), "%+v: %v", tc.d, err)
+		assert.Equal(t, tc.column, ce.Column)
+		assert.Equal(t, tc.output, ce.Output)
+		assert.Contains(t, err.Error(), tc.says)
+		if tc.column == "x" {
+			assert.NotContains(t, err.Error(), "did you mean", `"x" is no typo of "id"`)
+		}
+	}
+	// "question" is in one row of data.jsonl: the other row's input error.
+	cases, err := Dataset{Path: jsonl, Inputs: []string{"question"}, Outputs: []string{"answer"}}.Cases()
+	require.NoError(t, err)
+	require.Len(t, cases, 2)
+	assert.NoError(t, cases[0].invalid)
+	assert.ErrorContains(t, cases[1].invalid, jsonl+`:2: missing input column "question"`)
+}
+
+// Splits names a dataset's splits (skynet merge uses it to tell parts run
+// with --split from a merge without it).
+func TestDatasetSplits(t *testing.T) {
+	for path, want := range map[string][]string{
+		"../testdata/dataset/tickets.csv":    {"train", "val", "test"},
+		"../testdata/dataset/tickets.jsonl":  {"train", "val", "test"},
+		"../testdata/dataset/splits":         {"train", "val", "test"},
+		"../testdata/dataset/bad_rows.jsonl": nil,
+	} {
+		got, err := Dataset{Path: path, Split: "ignored", Outputs: []string{"nosuch"}}.Splits()
+		require.NoError(t, err, path)
+		assert.Equal(t, want, got, path)
+	}
+	_, err := Dataset{Path: "../testdata/dataset/none.csv"}.Splits()
+	assert.Error(t, err)
 }

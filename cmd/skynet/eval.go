@@ -56,6 +56,15 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "skynet eval: --split %s: %v\n", *split, err)
 		return exitUsage
 	}
+	var colErr *engine.ColumnError
+	if errors.As(err, &colErr) {
+		flagName, value := "inputs", *inputs
+		if colErr.Output {
+			flagName, value = "outputs", *outputs
+		}
+		fmt.Fprintf(stderr, "skynet eval: --%s %s: %v\n", flagName, value, err)
+		return exitUsage
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "skynet eval: %v\n", err)
 		return exitUsage

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -34,6 +35,14 @@ func runMerge(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "skynet merge: name the parts to merge: skynet merge --data CASES --out RESULTS.jsonl PART...")
 		return exitUsage
 	}
+	if err := samePartTwice(parts); err != nil {
+		fmt.Fprintf(stderr, "skynet merge: %v\n", err)
+		return exitUsage
+	}
+	if st, err := os.Stat(*data); !*eval && (err == nil && st.IsDir() || strings.EqualFold(filepath.Ext(*data), ".csv")) {
+		fmt.Fprintf(stderr, "skynet merge: --data %s is a dataset: pass --eval (and --split S if the shards ran with one)\n", *data)
+		return exitUsage
+	}
 	inputs := []inputFile{{"data", *data, "the case file"}}
 	for _, p := range parts {
 		inputs = append(inputs, inputFile{"", p, "the part"})
@@ -42,7 +51,7 @@ func runMerge(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "skynet merge: %v\n", err)
 		return exitUsage
 	}
-	ids, err := mergeIDs(*data, *eval, *split, *maxLine)
+	ids, rows, err := mergeIDs(*data, *eval, *split, *maxLine)
 	if err != nil {
 		fmt.Fprintf(stderr, "skynet merge: %v\n", err)
 		return exitUsage
@@ -57,7 +66,18 @@ func runMerge(args []string, stdout, stderr io.Writer) int {
 			return exitUsage
 		}
 	}
-	if m.report(stderr, *data, ids) {
+	missing := m.missing(ids)
+	if rows && (len(m.foreign) > 0 || len(missing) > 0) {
+		// The ids read from a dataset's rows are not eval's: the lists
+		// would be a false diagnosis.
+		fmt.Fprintf(stderr, "skynet merge: --data %s holds dataset rows, not cases: pass --eval (and --split S if the shards ran with one)\n", *data)
+		return exitUsage
+	}
+	var onlySplit string
+	if *eval && *split == "" && len(missing) > 0 {
+		onlySplit = m.onlySplit(*data, missing)
+	}
+	if m.report(stderr, *data, missing, onlySplit) {
 		return exitCheck
 	}
 	var w io.Writer = stdout
@@ -94,30 +114,59 @@ func runMerge(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// mergeIDs are the cases' ids in order, as score or eval named them.
-func mergeIDs(data string, eval bool, split string, maxLine int) ([]string, error) {
+// mergeIDs are the cases' ids in order, as score or eval named them; rows
+// says a case file (not --eval) looks like a dataset's rows, not cases.
+func mergeIDs(data string, eval bool, split string, maxLine int) (ids []string, rows bool, err error) {
 	if eval {
-		cases, err := engine.Dataset{Path: data, Split: split}.Cases()
-		if err != nil {
-			return nil, err
-		}
-		ids := make([]string, len(cases))
-		for i, c := range cases {
-			ids[i] = c.ID
-		}
-		return ids, nil
+		ids, err := datasetIDs(data, split)
+		return ids, false, err
 	}
 	f, err := os.Open(data)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	defer f.Close()
-	var ids []string
-	entries, readErr, _ := caseEntries(f, data, nil, maxLine, whole, nil)
+	info := &inputInfo{notJSONL: func(int, []byte) { rows = true }}
+	entries, readErr, _ := caseEntries(f, data, nil, maxLine, whole, info)
 	for e := range entries {
 		ids = append(ids, e.id)
 	}
-	return ids, readErr()
+	return ids, rows || info.rowLike.Load(), readErr()
+}
+
+// datasetIDs are the ids of a dataset's cases (of one split), in order.
+func datasetIDs(data, split string) ([]string, error) {
+	cases, err := engine.Dataset{Path: data, Split: split}.Cases()
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(cases))
+	for i, c := range cases {
+		ids[i] = c.ID
+	}
+	return ids, nil
+}
+
+// samePartTwice refuses a part named twice (through any path or link):
+// its every result would read as a case with two results.
+func samePartTwice(parts []string) error {
+	seen := make([]os.FileInfo, len(parts))
+	for i, p := range parts {
+		fi, err := os.Stat(p)
+		if err != nil {
+			continue // reading it says why
+		}
+		for j, prev := range seen[:i] {
+			if prev != nil && os.SameFile(prev, fi) {
+				if parts[j] == p {
+					return fmt.Errorf("the part %s is named twice: name each part once", p)
+				}
+				return fmt.Errorf("the parts %s and %s are the same file: name each part once", parts[j], p)
+			}
+		}
+		seen[i] = fi
+	}
+	return nil
 }
 
 // partLine is one result of a part.
@@ -217,13 +266,57 @@ func parseResult(text []byte) (id string, t tally, scores map[string]float64, ok
 	return *r.ID, t, r.Scores, true
 }
 
-// report says what keeps the parts from making the whole, if anything.
-func (m *merger) report(w io.Writer, data string, ids []string) (failed bool) {
+// missing are the cases of ids without a result, finished or cancelled.
+func (m *merger) missing(ids []string) []string {
 	var missing []string
 	for _, id := range ids {
 		if _, ok := m.got[id]; !ok && !m.cancelledIDs[id] {
-			missing = append(missing, strconv.Quote(id))
+			missing = append(missing, id)
 		}
+	}
+	return missing
+}
+
+// onlySplit is the split of data that holds every id of the parts while
+// none of the missing cases is in it: the parts ran with --split and the
+// merge without it. "" when there is no such split.
+func (m *merger) onlySplit(data string, missing []string) string {
+	splits, err := engine.Dataset{Path: data}.Splits()
+	if err != nil || len(m.got)+len(m.cancelledIDs) == 0 {
+		return ""
+	}
+	for _, s := range splits {
+		ids, err := datasetIDs(data, s)
+		if err != nil {
+			continue
+		}
+		in := make(map[string]bool, len(ids))
+		for _, id := range ids {
+			in[id] = true
+		}
+		holds := true
+		for id := range m.got {
+			holds = holds && in[id]
+		}
+		for id := range m.cancelledIDs {
+			holds = holds && in[id]
+		}
+		for _, id := range missing {
+			holds = holds && !in[id]
+		}
+		if holds {
+			return s
+		}
+	}
+	return ""
+}
+
+// report says what keeps the parts from making the whole, if anything;
+// with onlySplit, the missing cases are that the merge lacks --split.
+func (m *merger) report(w io.Writer, data string, missingIDs []string, onlySplit string) (failed bool) {
+	missing := make([]string, len(missingIDs))
+	for i, id := range missingIDs {
+		missing[i] = strconv.Quote(id)
 	}
 	list := func(what string, items []string, hint string) {
 		if len(items) == 0 {
@@ -240,6 +333,10 @@ func (m *merger) report(w io.Writer, data string, ids []string) (failed bool) {
 	list("case(s) with two results", m.dups, " (the same shard given twice, or shards of different --shard counts?)")
 	list("result(s) for cases not in "+data, m.foreign, " (parts of another dataset?)")
 	list("cancelled result(s)", m.cancelled, " (an interrupted shard: run it again with --resume)")
+	if onlySplit != "" {
+		fmt.Fprintf(w, "skynet merge: the parts hold only split %q's cases: pass --split %s\n", onlySplit, onlySplit)
+		return true
+	}
 	list("case(s) without a result", missing, " (a shard missing from the parts, or not finished: run it again with --resume)")
 	return failed
 }

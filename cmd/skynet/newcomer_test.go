@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -428,4 +429,121 @@ func TestEvalCrashInRunNamesTheProgram(t *testing.T) {
 	assert.Equal(t, "case b: the program or the metric ended the Python process (exit code 9) while running and scoring this case alone", lines[1].Error.Message)
 	assert.Nil(t, lines[0].Error)
 	assert.Nil(t, lines[2].Error)
+}
+
+// Defects a newcomer met in merge, eval's columns and case lines.
+
+// A column named in --outputs or --inputs that no row has is exit 2 at
+// once, naming the dataset's columns and the one meant; every row got the
+// same input error and the run ended "the metric was not called".
+func TestEvalColumnNoRowHas(t *testing.T) {
+	data := datasetDir + "tickets.csv"
+	for _, tc := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"--outputs", "labl"}, "skynet eval: --outputs labl: no row of " + data + ` has a column "labl" (its columns: id, message, label, split); did you mean "label"?` + "\n"},
+		{[]string{"--outputs", "label", "--inputs", "message,nosuch"}, "skynet eval: --inputs message,nosuch: no row of " + data + ` has a column "nosuch" (its columns: id, message, label, split)` + "\n"},
+		{[]string{"--outputs", "Label"}, `did you mean "label"?`},
+	} {
+		code, lines, errOut := evalLines(t, append([]string{"--data", data}, tc.args...)...)
+		assert.Equal(t, exitUsage, code, errOut)
+		assert.Contains(t, errOut, tc.says)
+		assert.NotContains(t, errOut, "scored")
+		assert.NotContains(t, errOut, "missing output column")
+		assert.Empty(t, lines)
+	}
+}
+
+// evalParts runs skynet eval on data in n shards (with --split, when not
+// ""), and returns the parts' paths.
+func evalParts(t *testing.T, dir, data, split string, n int) []string {
+	t.Helper()
+	var parts []string
+	for k := 0; k < n; k++ {
+		part := filepath.Join(dir, fmt.Sprintf("res-%d.jsonl", k))
+		args := []string{"--data", data, "--outputs", "label", "--out", part, "--shard", fmt.Sprintf("%d/%d", k, n)}
+		if split != "" {
+			args = append(args, "--split", split)
+		}
+		code, _, errOut := skynet(append([]string{"eval", "--metric", example + "metric.py", "--program", keywordsProgram,
+			"--artifact", datasetDir + "keywords.txt"}, args...)...)
+		require.Equal(t, exitOK, code, errOut)
+		parts = append(parts, part)
+	}
+	return parts
+}
+
+// merge --data DATASET without --eval read a CSV (or a directory, or a
+// JSONL dataset's rows) as a case file, and reported results "for cases
+// not in" the dataset and cases "without a result" that were neither: it
+// is a usage error that says to pass --eval.
+func TestMergeDatasetNeedsEval(t *testing.T) {
+	dir := t.TempDir()
+	csv := datasetDir + "tickets.csv"
+	parts := evalParts(t, dir, csv, "", 2)
+	const hint = "is a dataset: pass --eval (and --split S if the shards ran with one)\n"
+	for _, data := range []string{csv, datasetDir + "splits"} {
+		code, out, errOut := skynet(append([]string{"merge", "--data", data}, parts...)...)
+		assert.Equal(t, exitUsage, code, errOut)
+		assert.Equal(t, "skynet merge: --data "+data+" "+hint, errOut)
+		assert.Empty(t, out)
+	}
+	code, out, errOut := skynet(append([]string{"merge", "--eval", "--data", csv}, parts...)...)
+	require.Equal(t, exitOK, code, errOut)
+	assert.Len(t, resultLines(t, out), 5)
+
+	// A JSONL dataset's rows start like cases; the ids not found tell.
+	jsonl := datasetDir + "tickets.jsonl"
+	parts = evalParts(t, t.TempDir(), jsonl, "val", 1)
+	code, _, errOut = skynet(append([]string{"merge", "--data", jsonl}, parts...)...)
+	assert.Equal(t, exitUsage, code, errOut)
+	assert.Equal(t, "skynet merge: --data "+jsonl+" holds dataset rows, not cases: pass --eval (and --split S if the shards ran with one)\n", errOut)
+}
+
+// merge --eval without the --split the parts ran with said their split's
+// cases were there and the others' missing ("run it again with
+// --resume"); it says to pass --split. Missing cases of the parts' own
+// split are still listed.
+func TestMergeEvalNeedsSplit(t *testing.T) {
+	dir := t.TempDir()
+	csv := datasetDir + "tickets.csv"
+	parts := evalParts(t, dir, csv, "val", 2)
+	code, _, errOut := skynet(append([]string{"merge", "--eval", "--data", csv}, parts...)...)
+	assert.Equal(t, exitCheck, code, errOut)
+	assert.Equal(t, `skynet merge: the parts hold only split "val"'s cases: pass --split val`+"\n", errOut)
+	code, out, errOut := skynet(append([]string{"merge", "--eval", "--split", "val", "--data", csv}, parts...)...)
+	require.Equal(t, exitOK, code, errOut)
+	assert.Len(t, resultLines(t, out), 2)
+
+	// One of val's two cases without a result: that is a missing shard.
+	one := writeFile(t, dir, "one.jsonl", "")
+	for _, p := range parts {
+		if b, err := os.ReadFile(p); err == nil && len(b) > 0 {
+			require.NoError(t, os.WriteFile(one, []byte(strings.SplitAfter(string(b), "\n")[0]), 0o644))
+			break
+		}
+	}
+	code, _, errOut = skynet("merge", "--eval", "--data", csv, one)
+	assert.Equal(t, exitCheck, code, errOut)
+	assert.NotContains(t, errOut, "pass --split")
+	assert.Contains(t, errOut, "case(s) without a result")
+}
+
+// The same part named twice (or through a link) is refused up front: each
+// of its results read as a case with two results, "in res-1.jsonl:1 and
+// res-1.jsonl:1".
+func TestMergePartNamedTwice(t *testing.T) {
+	dir := t.TempDir()
+	csv := datasetDir + "tickets.csv"
+	parts := evalParts(t, dir, csv, "", 2)
+	code, _, errOut := skynet("merge", "--eval", "--data", csv, parts[0], parts[1], parts[1])
+	assert.Equal(t, exitUsage, code, errOut)
+	assert.Equal(t, "skynet merge: the part "+parts[1]+" is named twice: name each part once\n", errOut)
+	link := filepath.Join(dir, "link.jsonl")
+	require.NoError(t, os.Symlink(parts[0], link))
+	code, _, errOut = skynet("merge", "--eval", "--data", csv, parts[0], parts[1], link)
+	assert.Equal(t, exitUsage, code, errOut)
+	assert.Equal(t, "skynet merge: the parts "+parts[0]+" and "+link+" are the same file: name each part once\n", errOut)
+	assert.NotContains(t, errOut, "two results")
 }

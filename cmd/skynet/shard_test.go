@@ -127,10 +127,15 @@ func TestShardAndMerge(t *testing.T) {
 		assert.Equal(t, want[i].Error == nil, have[i].Error == nil, want[i].ID)
 	}
 
-	// A part left out, and a part given twice.
-	code, _, errOut = skynet(append([]string{"merge", "--data", data, "--out", merged}, parts[0], parts[1], parts[2], parts[2])...)
+	// A part left out, and a part's copy given beside it (the same file
+	// twice is refused up front: TestMergePartNamedTwice).
+	again := filepath.Join(dir, "again.jsonl")
+	b2, err := os.ReadFile(parts[2])
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(again, b2, 0o644))
+	code, _, errOut = skynet(append([]string{"merge", "--data", data, "--out", merged}, parts[0], parts[1], parts[2], again)...)
 	assert.Equal(t, exitCheck, code)
-	assert.Regexp(t, `case\(s\) with two results: "c\d+" in .*results-2.jsonl:1 and .*results-2.jsonl:1`, errOut)
+	assert.Regexp(t, `case\(s\) with two results: "c\d+" in .*results-2.jsonl:1 and .*again.jsonl:1`, errOut)
 	assert.Regexp(t, `case\(s\) without a result: "c\d+"`, errOut)
 
 	code, _, errOut = skynet("score", "--metric", example+"metric.py", "--data", data, "--shard", "4/4")
