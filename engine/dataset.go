@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/skynetml/skynet/cpython"
+	"github.com/skynetml/skynet/internal/suggest"
 )
 
 // Dataset names the cases a program is evaluated on (SPEC §4): JSONL or
@@ -305,32 +306,11 @@ func closestColumn(name string, cols []string) string {
 	}
 	best, bestD := "", 3
 	for _, c := range cols {
-		if d := editDistance(name, c); d < bestD && d < len(name) {
+		if d := suggest.Distance(name, c); d < bestD && d < len(name) {
 			best, bestD = c, d
 		}
 	}
 	return best
-}
-
-// editDistance is the Levenshtein distance between a and b, in bytes.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 func isDir(p string) bool {

@@ -16,11 +16,11 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/skynetml/skynet/engine"
+	"github.com/skynetml/skynet/internal/suggest"
 )
 
 // intRange is what an integer flag accepts. Every integer flag of every
@@ -232,7 +232,7 @@ func flagMessage(fs *flag.FlagSet, err error) string {
 func closestFlag(fs *flag.FlagSet, name string) string {
 	best, bestD := "", math.MaxInt
 	fs.VisitAll(func(f *flag.Flag) {
-		if d := editDistance(name, f.Name); d < bestD {
+		if d := suggest.Distance(name, f.Name); d < bestD {
 			best, bestD = f.Name, d
 		}
 	})
@@ -240,27 +240,6 @@ func closestFlag(fs *flag.FlagSet, name string) string {
 		return best
 	}
 	return ""
-}
-
-// editDistance is the Levenshtein distance between a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // positionalHint says how to pass what was given as an argument: files go
@@ -306,8 +285,8 @@ func jsonErrors(cmd string, args []string, stdout, stderr io.Writer, run func(ar
 		return run(args, stdout, stderr)
 	}
 	out := &countingWriter{w: stdout}
-	var msg lockedBuffer
-	code := run(args, out, io.MultiWriter(stderr, &msg))
+	var msg bytes.Buffer // written through one lockedWriter, read once run returns
+	code := run(args, out, syncWriter(io.MultiWriter(stderr, &msg)))
 	if code != exitOK && out.n.Load() == 0 {
 		prefix := "skynet " + cmd + ": "
 		var lines []string
@@ -337,21 +316,4 @@ type countingWriter struct {
 func (c *countingWriter) Write(p []byte) (int, error) {
 	c.n.Add(int64(len(p)))
 	return c.w.Write(p)
-}
-
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -21,6 +21,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/skynetml/skynet/internal/suggest"
 	"github.com/skynetml/skynet/llm"
 	"github.com/skynetml/skynet/skynetmod"
 )
@@ -149,7 +150,7 @@ func unknownCommand(name string, stderr io.Writer) int {
 	msg := fmt.Sprintf("skynet: unknown command %q", name)
 	best, bestD := "", 3
 	for _, c := range commandNames {
-		if d := editDistance(name, c); d < bestD {
+		if d := suggest.Distance(name, c); d < bestD {
 			best, bestD = c, d
 		}
 	}
