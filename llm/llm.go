@@ -210,8 +210,9 @@ type limit struct {
 }
 
 // New returns a Client for cfg with its defaults filled in. It fails on a
-// base URL that is not http(s), a negative MaxRetries or a model not named
-// "provider/model"; a role without a model fails only when it calls.
+// base URL that is not http(s), a negative MaxInFlight, RequestsPerMinute or
+// MaxRetries, or a model not named "provider/model"; a role without a model
+// fails only when it calls.
 func New(cfg Config) (*Client, error) {
 	if cfg.BaseURL == "" {
 		cfg.BaseURL = DefaultBaseURL
@@ -220,11 +221,16 @@ func New(cfg Config) (*Client, error) {
 		return nil, fmt.Errorf("llm: base URL %q must start with http:// or https://", cfg.BaseURL)
 	}
 	cfg.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
-	if cfg.MaxInFlight <= 0 {
-		cfg.MaxInFlight = 64
-	}
-	if cfg.MaxRetries < 0 {
+	switch {
+	case cfg.MaxInFlight < 0:
+		return nil, fmt.Errorf("llm: MaxInFlight must not be negative (0: the default, 64), got %d", cfg.MaxInFlight)
+	case cfg.RequestsPerMinute < 0:
+		return nil, fmt.Errorf("llm: RequestsPerMinute must not be negative (0: no limit), got %d", cfg.RequestsPerMinute)
+	case cfg.MaxRetries < 0:
 		return nil, errors.New("llm: MaxRetries must not be negative")
+	}
+	if cfg.MaxInFlight == 0 {
+		cfg.MaxInFlight = 64
 	}
 	if cfg.MaxRetries == 0 {
 		cfg.MaxRetries = 4

@@ -363,3 +363,21 @@ func TestCacheLocked(t *testing.T) {
 	_, err = OpenCache(path)
 	assert.ErrorContains(t, err, "locked")
 }
+
+// A negative limit is refused by New, naming the field and what 0 means;
+// before, MaxInFlight and RequestsPerMinute took a negative as the default.
+func TestNewRefusesNegativeLimits(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  Config
+		says string
+	}{
+		{Config{MaxInFlight: -1}, "llm: MaxInFlight must not be negative (0: the default, 64), got -1"},
+		{Config{RequestsPerMinute: -5}, "llm: RequestsPerMinute must not be negative (0: no limit), got -5"},
+		{Config{MaxRetries: -1}, "llm: MaxRetries must not be negative"},
+	} {
+		_, err := New(tc.cfg)
+		assert.EqualError(t, err, tc.says)
+	}
+	_, err := New(Config{})
+	assert.NoError(t, err, "zero values are the defaults")
+}
