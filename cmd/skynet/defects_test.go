@@ -309,9 +309,7 @@ func TestSignalStopsARunFullySent(t *testing.T) {
 		waitLines(t, out, 5)
 		at := linesIn(t, out)
 		assert.Equal(t, 128+int(sig), signalAndWait(t, cmd, sig))
-		b, err := os.ReadFile(out)
-		require.NoError(t, err)
-		lines := resultLines(t, string(b))
+		lines := resultFile(t, out)
 		require.Len(t, lines, 200, "every case read has its result")
 		scored := 0
 		for i, r := range lines {

@@ -351,18 +351,7 @@ type shardResult struct {
 	Error    json.RawMessage `json:"error"`
 }
 
-func readResults(t *testing.T, path string) []shardResult {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	require.NoError(t, err)
-	var rs []shardResult
-	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		var r shardResult
-		require.NoError(t, json.Unmarshal([]byte(l), &r), l)
-		rs = append(rs, r)
-	}
-	return rs
-}
+func readResults(t *testing.T, path string) []shardResult { return jsonFile[shardResult](t, path) }
 
 // arrayCases writes testdata/exact_match's cases 34 times over (204 cases,
 // unique ids).

@@ -1,11 +1,9 @@
 package main
 
 import (
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/skynetml/skynet/engine"
@@ -56,14 +54,5 @@ type difflibResult struct {
 }
 
 func difflibResults(t *testing.T, path string) []difflibResult {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	require.NoError(t, err)
-	var rs []difflibResult
-	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		var r difflibResult
-		require.NoError(t, json.Unmarshal([]byte(l), &r), l)
-		rs = append(rs, r)
-	}
-	return rs
+	return jsonFile[difflibResult](t, path)
 }

@@ -41,15 +41,29 @@ func skynet(args ...string) (code int, stdout, stderr string) {
 	return code, o.String(), e.String()
 }
 
-func resultLines(t *testing.T, out string) []resultLine {
+func resultLines(t *testing.T, out string) []resultLine { return jsonLines[resultLine](t, out) }
+
+// resultFile reads a results file's lines.
+func resultFile(t *testing.T, path string) []resultLine { return jsonFile[resultLine](t, path) }
+
+// jsonLines decodes each line of a JSONL text as a T.
+func jsonLines[T any](t *testing.T, text string) []T {
 	t.Helper()
-	var lines []resultLine
-	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
-		var r resultLine
+	var rows []T
+	for _, l := range strings.Split(strings.TrimSpace(text), "\n") {
+		var r T
 		require.NoError(t, json.Unmarshal([]byte(l), &r), l)
-		lines = append(lines, r)
+		rows = append(rows, r)
 	}
-	return lines
+	return rows
+}
+
+// jsonFile decodes each line of a JSONL file as a T.
+func jsonFile[T any](t *testing.T, path string) []T {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return jsonLines[T](t, string(b))
 }
 
 func TestScoreExample(t *testing.T) {

@@ -116,9 +116,7 @@ func TestShardAndMerge(t *testing.T) {
 	require.Equal(t, exitOK, code, errOut)
 	assert.Contains(t, stdout, "merged 41 result(s) from 4 part(s)\n")
 	assert.NotContains(t, stdout, "scored", "merge scored nothing")
-	got, err := os.ReadFile(merged)
-	require.NoError(t, err)
-	want, have := resultLines(t, single), resultLines(t, string(got))
+	want, have := resultLines(t, single), resultFile(t, merged)
 	require.Len(t, have, len(want))
 	for i := range want {
 		assert.Equal(t, want[i].ID, have[i].ID)
@@ -192,9 +190,7 @@ func TestEvalShardAndMerge(t *testing.T) {
 	code, _, errOut = skynet("merge", "--eval", "--data", "../../testdata/dataset/tickets.csv", "--out", merged,
 		filepath.Join(dir, "r-0.jsonl"), filepath.Join(dir, "r-1.jsonl"))
 	require.Equal(t, exitOK, code, errOut)
-	got, err := os.ReadFile(merged)
-	require.NoError(t, err)
-	want, have := resultLines(t, single), resultLines(t, string(got))
+	want, have := resultLines(t, single), resultFile(t, merged)
 	require.Len(t, have, len(want))
 	for i := range want {
 		assert.Equal(t, want[i].ID, have[i].ID)
