@@ -11,11 +11,21 @@ EXAMPLE := testdata/exact_match
 # environment: pkg-config finds PYTHON's python-3.X-embed, and an rpath to its
 # LIBDIR. A PYTHON exported in the environment (node-gyp uses one) is ignored,
 # so it cannot change the default build.
+# Without it, in build/static.sh's: the default build (python3-embed) links
+# libpython3.X.a into the binary when the platform ships one (Debian's
+# libpython3.X-dev does), the speed of the distribution's own python3.X; else,
+# saying so once, the shared library. LIBPYTHON=shared links the shared one, as
+# a plain go build does.
 PY := $(if $(filter command line,$(origin PYTHON)),$(PYTHON))
+LIBPYTHON ?= static
 GO_PLAIN := $(GO)
 ifneq ($(PY),)
 override GO := build/pyenv.sh $(PY) $(GO)
+else ifneq ($(LIBPYTHON),shared)
+override GO := build/static.sh $(GO)
 endif
+# The default build's note on linking the shared libpython, at the top level.
+SAY_LIBPYTHON := $(if $(PY)$(filter shared,$(LIBPYTHON))$(filter-out 0,$(MAKELEVEL)),,build/static.sh --say)
 
 .PHONY: all deps build run check test test-slurm test-pythons vet fmt-check docs-check asan bench bench-cli bench-cpu soak fuzz clean
 
@@ -23,6 +33,7 @@ all: build
 
 deps:
 	@bash build/deps.sh $(PY)
+	@$(or $(SAY_LIBPYTHON),:)
 
 build: deps
 	$(GO) build -o $(BIN) ./cmd/skynet
@@ -65,9 +76,11 @@ test-pythons:
 
 # The C layer under AddressSanitizer and LeakSanitizer. libpython's own
 # allocations are suppressed: the interpreter is never finalised, so what it
-# holds at exit is not a leak (build/lsan.supp).
+# holds at exit is not a leak (build/lsan.supp). A static libpython has no
+# frame pointers, so leaks are unwound from DWARF (fast_unwind_on_malloc=0) to
+# reach the Py* frames that the suppressions name.
 asan: deps
-	LSAN_OPTIONS=suppressions=$(CURDIR)/build/lsan.supp $(GO) test -asan -count=1 ./cpython ./skynetmod ./engine
+	ASAN_OPTIONS=fast_unwind_on_malloc=0$(if $(ASAN_OPTIONS),:$(ASAN_OPTIONS)) LSAN_OPTIONS=suppressions=$(CURDIR)/build/lsan.supp$(if $(LSAN_OPTIONS),:$(LSAN_OPTIONS)) $(GO) test -asan -count=1 ./cpython ./skynetmod ./engine
 
 # Go benchmarks of the engine paths (for benchstat), and the side-by-side CLI bench.
 bench: deps

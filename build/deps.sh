@@ -3,6 +3,11 @@
 # and the venv module the tests use. Installs with apt-get when root, else
 # prints the exact command to run.
 #
+# The default build's tests also use Debian's python3-numpy and python3-sympy
+# (a C-extension grader, sympy-based graders): installed the same way, but
+# optional: when they cannot be, deps.sh says so and the build goes on; the
+# tests that need them skip, saying why.
+#
 # build/deps.sh PYTHON checks a chosen CPython instead of the system one
 # (make PYTHON=...): it must be a shared 3.10-3.13 build (build/pyenv.sh says
 # why not) with venv and ensurepip. What it lacks is printed, not installed:
@@ -34,6 +39,30 @@ if [ ${#missing[@]} -gt 0 ]; then
     echo "build/deps.sh: missing ${missing[*]}; install them with:" >&2
     echo "  sudo apt-get install -y ${missing[*]}" >&2
     exit 1
+  fi
+fi
+
+# The optional test packages, for the default build's python only (Debian's
+# packages are for it), found by import name wherever that python looks
+# (dist-packages, a pip install). Said at the top level of make only (make
+# test runs deps again in sub-makes).
+if [ -z "$python" ] && [ -x "$py" ] && [ "${MAKELEVEL:-0}" -le 1 ]; then
+  optional=()
+  for m in numpy:python3-numpy sympy:python3-sympy; do
+    "$py" -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('${m%%:*}') is None)" 2>/dev/null ||
+      optional+=("${m#*:}")
+  done
+  if [ ${#optional[@]} -gt 0 ]; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+      echo "build/deps.sh: installing ${optional[*]} (for tests)" >&2
+      export DEBIAN_FRONTEND=noninteractive
+      if ! { apt-get update -qq >/dev/null && apt-get install -y -qq "${optional[@]}" >/dev/null; }; then
+        echo "build/deps.sh: could not install ${optional[*]}; the tests that need them will skip" >&2
+      fi
+    else
+      echo "build/deps.sh: optional ${optional[*]} missing (the tests that need them skip); install them with:" >&2
+      echo "  sudo apt-get install -y ${optional[*]}" >&2
+    fi
   fi
 fi
 

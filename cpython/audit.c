@@ -3,7 +3,7 @@
 // creation, signals to other processes, ctypes, and writes outside the
 // allowed directories. The hook is process-wide and cannot be removed, so
 // it is installed once and checks the calling thread's flag. Audit hooks
-// added before start-up serve every interpreter, sub-interpreters too.
+// added before start-up serve the interpreter from its first line of Python.
 #include "host.h"
 #include <fcntl.h>
 #include <limits.h>

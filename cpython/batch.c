@@ -119,7 +119,6 @@ int sky_batch_reset(sky_batch *b, int n) {
     b->phase = 0;
     b->budget_ns = 0;
     b->took_ns = 0;
-    b->refused = 0;
     return 1;
 }
 
@@ -166,18 +165,17 @@ int64_t sky_batch_current(sky_batch *b, int64_t *started_ns) {
 
 enum { KIND_NONE = 0, KIND_IMMUTABLE = 1, KIND_FLAT_DICT = 2, KIND_UNCACHEABLE = 3 };
 
-sky_argcache *sky_argcache_new(sky_interp *in) {
-    sky_argcache *c = calloc(1, sizeof(sky_argcache));
-    if (c) c->in = in;
-    return c;
-}
+sky_argcache *sky_argcache_new(void) { return calloc(1, sizeof(sky_argcache)); }
 
-// sky_argcache_free drops the cached objects; it takes the GIL itself.
+// sky_argcache_free drops the cached objects; it takes the GIL itself. Without
+// a thread state to take it with, the objects are left: a leak, not a crash.
 void sky_argcache_free(sky_argcache *c) {
     if (!c) return;
-    int entered = sky_enter(c->in);
-    for (int32_t i = 0; i < c->cap; i++) Py_XDECREF(c->e[i].obj);
-    sky_leave(entered);
+    int entered = sky_enter();
+    if (entered >= 0) {
+        for (int32_t i = 0; i < c->cap; i++) Py_XDECREF(c->e[i].obj);
+        sky_leave(entered);
+    }
     free(c->e);
     free(c);
 }
@@ -377,27 +375,6 @@ static int buf_score_pair(sky_interp *in, sky_buf *out, PyObject *res) {
     return 1;
 }
 
-// refused_in_sub reports that the pending exception is a sub-interpreter
-// refusing an extension module with single-phase init (CPython's import
-// raises ImportError "module X does not support loading in subinterpreters").
-// The exception stays pending.
-static int refused_in_sub(void) {
-    if (!PyErr_ExceptionMatches(PyExc_ImportError)) return 0;
-    PyObject *type, *value, *tb;
-    PyErr_Fetch(&type, &value, &tb); // new refs, restored below
-    PyErr_NormalizeException(&type, &value, &tb);
-    int refused = 0;
-    PyObject *msg = value ? PyObject_Str(value) : NULL; // new ref
-    if (msg) {
-        const char *m = PyUnicode_AsUTF8(msg); // borrowed from msg
-        refused = m && strstr(m, "does not support loading in subinterpreters") != NULL;
-        Py_DECREF(msg);
-    }
-    PyErr_Clear();
-    PyErr_Restore(type, value, tb); // steals
-    return refused;
-}
-
 int sky_batch_phase(sky_batch *b) { return __atomic_load_n(&b->phase, __ATOMIC_ACQUIRE); }
 
 static void set_phase(sky_batch *b, sky_thread *t, int phase, int64_t now) {
@@ -423,10 +400,10 @@ int sky_score_batch(sky_scratch *s, sky_batch *b, PyObject *fn, PyObject *run, i
                     sky_argcache *cache, uint64_t token_base, int flags, uintptr_t context) {
     int capture = flags & SKY_CAPTURE;
     if (nargs < 0 || nargs > SKY_MAX_ARGS || (run && nargs < 2)) return 0;
-    int entered = sky_enter(s->in);
+    int entered = sky_enter();
     if (entered < 0) return 0;
     sky_thread *t = sky_current_thread();
-    sky_interp *interp = s->in;
+    sky_interp *interp = &sky_main;
     batch_clock clock;
     clock_begin(&clock);
     int64_t begin = clock.ns0, now = begin;
@@ -503,18 +480,6 @@ int sky_score_batch(sky_scratch *s, sky_batch *b, PyObject *fn, PyObject *run, i
                         s->out.len = mark; // drop the part written: the error goes right after the output
                 }
             }
-        }
-        if (rc != SKY_OK && interp->index != 0 && PyErr_Occurred() && refused_in_sub()) {
-            // Not this case's fault: the host scores it, and the rest, in
-            // the main interpreter. s->out says which import refused.
-            sky_fetch_error(&s->out);
-            Py_XDECREF(res);
-            Py_XDECREF(output);
-            for (int k = 0; k < nargs; k++) Py_XDECREF(args[k]);
-            b->refused = 1;
-            __atomic_store_n(&b->current, (int64_t)-1, __ATOMIC_RELEASE);
-            __atomic_store_n(&slot->state, SKY_SLOT_PENDING, __ATOMIC_RELEASE);
-            break;
         }
         if (rc == SKY_RUNERR) {
             s->out.len = 0;

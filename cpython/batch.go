@@ -30,8 +30,7 @@ type Batch struct {
 // Slot states, as Batch.State and SlotView.State report them. A slot goes
 // from pending to running to done; Claim takes a pending one back.
 const (
-	// SlotPending: the case has not started (or was left for another
-	// interpreter, see Batch.Refused); Claim can take it back.
+	// SlotPending: the case has not started; Claim can take it back.
 	SlotPending = int(C.SKY_SLOT_PENDING)
 	// slotRunning: the case is being called now.
 	slotRunning = int(C.SKY_SLOT_RUNNING)
@@ -79,15 +78,6 @@ func (b *Batch) State(i int) int { return int(C.sky_slot_state(b.b, C.int(i))) }
 // Took is the time the cases finished so far took together (each case's
 // Elapsed); read it once ScoreBatch has returned.
 func (b *Batch) Took() time.Duration { return time.Duration(b.b.took_ns) }
-
-// Refused reports that the batch's sub-interpreter refused an import a case
-// needed (an extension module with single-phase init): that case and the
-// ones after it were left pending, for the main interpreter. Read it once
-// ScoreBatch has returned; the Caller's Refusal says which import.
-func (b *Batch) Refused() bool { return b.b.refused != 0 }
-
-// Refusal is the ImportError of the last ScoreBatch whose batch was Refused.
-func (c *Caller) Refusal() error { return decodeError(c.out()) }
 
 // Current returns the case running now (-1 when none) and how long it has run.
 func (b *Batch) Current() (int, time.Duration) {
@@ -216,7 +206,7 @@ func (c *Caller) ScoreBatch(b *Batch, fn, run *Object, nargs int, args *BatchArg
 	}
 	var cc *C.sky_argcache
 	if cache != nil {
-		cc = cache.objects(c.s.in)
+		cc = cache.objects()
 	}
 	var rp *C.PyObject
 	if run != nil {
@@ -232,10 +222,9 @@ func (c *Caller) ScoreBatch(b *Batch, fn, run *Object, nargs int, args *BatchArg
 // for them are reused across calls (see sky_argcache), and remembers the
 // encoding of repeated JSON texts. A value is admitted the second time it is
 // seen: a stream of values that never repeat costs a little bookkeeping and
-// no memory. Safe for concurrent use. Ids are shared by every interpreter;
-// each interpreter keeps its own objects for them.
+// no memory. Safe for concurrent use.
 type ArgCache struct {
-	cs       [MaxInterpreters]atomic.Pointer[C.sky_argcache] // by interpreter index, made on first use
+	c        atomic.Pointer[C.sky_argcache] // made on first use
 	mu       sync.Mutex
 	ids      map[string]int32    // encoded value -> id
 	json     map[string]jsonMemo // JSON text -> its encoding and id
@@ -260,21 +249,20 @@ func NewArgCache(maxBytes int) (*ArgCache, error) {
 		seed: maphash.MakeSeed(), maxBytes: maxBytes}, nil
 }
 
-// objects is interpreter in's C cache, or nil when it cannot be made (the
-// batch then runs uncached).
-func (a *ArgCache) objects(in *C.sky_interp) *C.sky_argcache {
-	slot := &a.cs[in.index]
-	if c := slot.Load(); c != nil {
+// objects is the C cache, or nil when it cannot be made (the batch then
+// runs uncached).
+func (a *ArgCache) objects() *C.sky_argcache {
+	if c := a.c.Load(); c != nil {
 		return c
 	}
-	c := C.sky_argcache_new(in)
+	c := C.sky_argcache_new()
 	if c == nil {
 		return nil
 	}
-	if !slot.CompareAndSwap(nil, c) {
-		C.sky_argcache_free(c) // another worker of the interpreter made it first
+	if !a.c.CompareAndSwap(nil, c) {
+		C.sky_argcache_free(c) // another worker made it first
 	}
-	return slot.Load()
+	return a.c.Load()
 }
 
 // ID returns the id of an encoded value, or -1 when it is not cached (seen
@@ -330,12 +318,10 @@ func (a *ArgCache) JSON(text []byte) ([]byte, int32, error) {
 	return enc, id, nil
 }
 
-// Close drops the cached objects (taking each interpreter's GIL).
-// Idempotent; not while a ScoreBatch uses the cache.
+// Close drops the cached objects (taking the GIL). Idempotent; not while a
+// ScoreBatch uses the cache.
 func (a *ArgCache) Close() {
-	for i := range a.cs {
-		if c := a.cs[i].Swap(nil); c != nil {
-			C.sky_argcache_free(c)
-		}
+	if c := a.c.Swap(nil); c != nil {
+		C.sky_argcache_free(c)
 	}
 }

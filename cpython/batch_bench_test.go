@@ -42,7 +42,7 @@ func BenchmarkScoreBatchC(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	c, err := newMainCaller(64 << 10)
+	c, err := NewCaller(64 << 10)
 	if err != nil {
 		b.Fatal(err)
 	}

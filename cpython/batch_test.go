@@ -22,7 +22,7 @@ def score(input, output, expected=None):
 	cache, err := NewArgCache(1 << 20)
 	require.NoError(t, err)
 	defer cache.Close()
-	c, err := newMainCaller(1 << 10)
+	c, err := NewCaller(1 << 10)
 	require.NoError(t, err)
 	defer c.Close()
 

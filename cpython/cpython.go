@@ -1,12 +1,14 @@
 // Package cpython is Skynet's thin cgo layer over the CPython C API.
 //
-// The main interpreter is started once per process, through PyConfig, by
-// Initialize; on CPython 3.12+ sub-interpreters with their own GIL can be
-// added (NewInterp). None is ever finalised (C extensions such as numpy
-// cannot be re-initialised). Python code runs on OS threads that each have
-// their own thread state per interpreter and take its GIL explicitly. Values cross the
-// boundary in one compact buffer per call (see codec.go), so the hot path pays
-// one cgo crossing per call rather than one per C-API function.
+// The interpreter is started once per process, through PyConfig, by
+// Initialize, and never finalised (C extensions such as numpy cannot be
+// re-initialised). Python code runs on OS threads that each have their own
+// thread state and take the GIL explicitly. In main-thread mode
+// (Config.MainThread) the process's main thread is Python's main thread, so
+// signal handlers, os.fork and multiprocessing work there as under python3
+// (see ServeMainThread). Values cross the boundary in one compact buffer per
+// call (see codec.go), so the hot path pays one cgo crossing per call rather
+// than one per C-API function.
 package cpython
 
 /*
@@ -25,6 +27,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+	"syscall"
 	"unsafe"
 )
 
@@ -51,6 +54,18 @@ type Config struct {
 	// allocations raise MemoryError. Python's own allocator is replaced by
 	// malloc underneath, so it costs some speed: opt-in.
 	MemoryLimit int64
+	// MainThread starts the interpreter on the calling OS thread, which
+	// must be the process's main thread, with the calling goroutine locked
+	// to it (runtime.LockOSThread in an init function keeps the main
+	// goroutine there; Initialize locks it for good). Python then treats it
+	// as python3 treats its main thread: signal.signal works there, Python
+	// installs python3's SIGINT, SIGPIPE and SIGXFSZ handlers, and the
+	// signals the Go runtime handled but does not need (SIGALRM, SIGTERM,
+	// SIGCHLD, SIGUSR1, the real-time ones...) are back to SIG_DFL for
+	// Python to take (os/signal.Notify no longer sees them). Code runs
+	// there through WithGIL on that goroutine, and through OnMainThread
+	// once it calls ServeMainThread.
+	MainThread bool
 }
 
 var (
@@ -66,19 +81,38 @@ var errConfigConflict = errors.New("cpython: the interpreter is already initiali
 
 // Initialize starts the interpreter. Later calls with an equal (resolved)
 // config return the first call's result; a different config is an error.
+// One asking for MainThread must be made on the main thread, and fails
+// after the interpreter started without it; one not asking for it may
+// follow one that did (its caller then runs Python on ordinary threads).
 func Initialize(cfg Config) error {
 	cfg = resolve(cfg)
+	if cfg.MainThread {
+		if err := onMainThread(); err != nil {
+			return err
+		}
+	}
 	initMu.Lock()
 	defer initMu.Unlock()
 	if initDone {
 		if initErr == nil && !sameConfig(cfg, initConfig) {
 			return errConfigConflict
 		}
+		if initErr == nil && cfg.MainThread && !initConfig.MainThread {
+			return errors.New("cpython: MainThread: the interpreter is already initialised on another thread")
+		}
 		return initErr
 	}
 	initDone, initConfig = true, cfg
 	initErr = initialize(cfg)
 	return initErr
+}
+
+// onMainThread says why the calling thread is not the process's main thread, or nil.
+func onMainThread() error {
+	if tid, pid := syscall.Gettid(), syscall.Getpid(); tid != pid {
+		return fmt.Errorf("cpython: MainThread: call from the process's main thread (thread %d), not thread %d: lock the main goroutine to it with runtime.LockOSThread in an init function", pid, tid)
+	}
+	return nil
 }
 
 // initialized reports whether the interpreter is running.
@@ -118,6 +152,11 @@ func resolve(cfg Config) Config {
 func installedPython() string {
 	lib := Version().Library
 	if lib == "" {
+		if exe := buildPython(); exe != "" {
+			if st, err := os.Stat(exe); err == nil && st.Mode().IsRegular() {
+				return exe
+			}
+		}
 		return ""
 	}
 	if real, err := filepath.EvalSymlinks(lib); err == nil {
@@ -143,7 +182,7 @@ func sameConfig(a, b Config) bool {
 	if a.Executable != b.Executable || a.Home != b.Home || a.MemoryLimit != b.MemoryLimit {
 		return false
 	}
-	return true // sys.argv differences are harmless
+	return true // sys.argv differences are harmless; Initialize checks MainThread
 }
 
 func initialize(cfg Config) error {
@@ -151,6 +190,16 @@ func initialize(cfg Config) error {
 		if _, err := os.Stat(cfg.Executable); err != nil {
 			return fmt.Errorf("cpython: python executable: %w", err)
 		}
+	}
+	if cfg.MainThread {
+		// For good: the main thread state is this thread's (sky_initialize),
+		// and only this goroutine may run Python on it.
+		runtime.LockOSThread()
+		err := initializeLocked(cfg)
+		if err == nil {
+			mainThread.mode.Store(true)
+		}
+		return err
 	}
 	// The initialising OS thread keeps the main thread state as its PyGILState
 	// state, so no other goroutine may ever run on it: a worker landing there
@@ -195,13 +244,12 @@ func initializeLocked(cfg Config) error {
 		program = "python" + PythonVersion()
 	}
 	if C.sky_initialize(cstr(program), cstr(cfg.Home), C.int(len(cfg.argv)), argv,
-		cstr(hostSource), C.size_t(cfg.MemoryLimit), &errBuf) != 0 {
+		cstr(hostSource), C.size_t(cfg.MemoryLimit), cbool(cfg.MainThread), &errBuf) != 0 {
 		if err := decodeError(bufBytes(&errBuf)); err != nil {
 			return fmt.Errorf("cpython: starting the interpreter: %w", err)
 		}
 		return errors.New("cpython: starting the interpreter failed")
 	}
-	mainInterp = Interp{in: C.sky_interp_main(), index: 0}
 	return nil
 }
 

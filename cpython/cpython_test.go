@@ -16,6 +16,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if dir := os.Getenv(mainThreadEnv); dir != "" {
+		os.Exit(mainThreadChild(dir))
+	}
 	// faulthandler must stay off whatever the environment says (EMBEDDING.md #3).
 	os.Setenv("PYTHONFAULTHANDLER", "1")
 	if err := Initialize(Config{argv: []string{"metric.py"}}); err != nil {
@@ -61,12 +64,10 @@ func release(objs ...*Object) {
 	})
 }
 
-func newCaller(t *testing.T) *Caller { return newCallerIn(t, &mainInterp, 64<<10) }
-
-// newCallerIn is a Caller into interpreter in, closed when the test ends.
-func newCallerIn(t *testing.T, in *Interp, logsLimit int) *Caller {
+// newCaller is a Caller closed when the test ends.
+func newCaller(t *testing.T) *Caller {
 	t.Helper()
-	c, err := in.NewCaller(logsLimit)
+	c, err := NewCaller(64 << 10)
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
 	return c
@@ -326,7 +327,7 @@ func TestConcurrentCallers(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c, err := newMainCaller(0)
+			c, err := NewCaller(0)
 			require.NoError(t, err)
 			defer c.Close()
 			for j := 0; j < 2000; j++ {
@@ -344,6 +345,14 @@ func TestConcurrentCallers(t *testing.T) {
 func TestSecondInitializeWithOtherConfigFails(t *testing.T) {
 	assert.NoError(t, Initialize(Config{}))
 	assert.ErrorIs(t, Initialize(Config{Executable: os.Args[0]}), errConfigConflict)
+	// Not on the main thread, or the interpreter started off it: either way no.
+	assert.ErrorContains(t, Initialize(Config{MainThread: true}), "cpython: MainThread: ")
+}
+
+// Without main-thread mode there is no main thread to lend.
+func TestNoMainThreadService(t *testing.T) {
+	assert.False(t, OnMainThread(func() { t.Error("ran") }))
+	assert.ErrorContains(t, ServeMainThread(make(chan struct{})), "not initialised with MainThread")
 }
 
 // A JSON error names the character where it stopped as that character, not

@@ -97,7 +97,7 @@ def same(obj, text):
     want = json.loads(text)
     return repr(obj) == repr(want) or (obj != obj and want != want)
 `)
-	c, err := newMainCaller(0)
+	c, err := NewCaller(0)
 	require.NoError(f, err)
 	f.Fuzz(func(t *testing.T, src []byte) {
 		enc, err := AppendJSON(nil, src)

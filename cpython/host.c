@@ -1,18 +1,14 @@
 // host.c: interpreter lifecycle, worker thread states, calls and errors.
 #include "host.h"
 #include <pthread.h>
+#include <signal.h>
 #include <string.h>
 
-// An OS thread has one thread state per interpreter it has called into, and
-// at most one of them holds a GIL at a time (tls_current).
-static __thread sky_thread *tls_threads[SKY_MAX_INTERPS];
-static __thread sky_thread *tls_current;
+// An OS thread has one thread state (tls_thread), made on first use.
+static __thread sky_thread *tls_thread;
 static sky_thread *all_threads;              // every thread state we made
 static PyThread_type_lock threads_lock;      // guards all_threads
-static sky_interp main_interp;
-#if PY_VERSION_HEX >= 0x030C0000
-static int n_interps = 1;                    // interpreters made, the main one included
-#endif
+sky_interp sky_main;
 
 int sky_forked_child; // see host.h
 
@@ -37,7 +33,7 @@ static void set_error(sky_buf *b, const char *type, const char *msg) {
 // capture(s) -> bool: appends s to the current call's logs when this thread's
 // worker is capturing; False tells the Python writer to use its fallback stream.
 static PyObject *host_capture(PyObject *self, PyObject *arg) {
-    sky_thread *t = tls_current;
+    sky_thread *t = sky_current_thread();
     sky_scratch *w = t ? t->capture : NULL;
     if (!w) Py_RETURN_FALSE;
     if (!PyUnicode_Check(arg)) {
@@ -79,8 +75,7 @@ static PyMethodDef host_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-// host_exec runs once per interpreter: each has its own Interrupted type,
-// which interp_setup keeps in its sky_interp.
+// host_exec makes the Interrupted type, which interp_setup keeps in sky_main.
 static int host_exec(PyObject *m) {
     PyObject *type = PyErr_NewExceptionWithDoc(
         "_skynet_host.Interrupted",
@@ -109,7 +104,8 @@ static struct PyModuleDef host_module = {
 
 static PyObject *PyInit__skynet_host(void) { return PyModuleDef_Init(&host_module); }
 
-static int interp_setup(sky_interp *in, const char *bootstrap, sky_buf *err);
+static int interp_setup(const char *bootstrap, sky_buf *err);
+static sky_thread *new_thread(PyThreadState *tstate);
 
 static void status_error(sky_buf *err, PyStatus st) {
     char msg[512];
@@ -118,16 +114,52 @@ static void status_error(sky_buf *err, PyStatus st) {
     set_error(err, "InitError", msg);
 }
 
-// sky_initialize starts the one interpreter of the process. The Go runtime owns
-// signals, so Python installs no handlers and faulthandler stays off whatever
-// the environment says. On return the GIL is released.
+// reset_go_signals gives back to SIG_DFL the signals whose handlers the Go
+// runtime installed but a main-thread-mode process leaves to Python, so
+// Python finds them as python3 does (signal.getsignal says SIG_DFL, not
+// None) and installs its own (SIGINT). Go keeps what it needs: SIGURG
+// (preemption), the synchronous faults it turns into panics or crashes
+// (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSTKFLT, SIGSYS), SIGABRT,
+// and SIGPIPE, which Python sets to SIG_IGN itself. SIGPROF serves only
+// Go's CPU profiler, which such a process does not run. A signal ignored
+// when the process started stays ignored where Go left it so (SIGHUP and
+// SIGINT under nohup). os/signal.Notify for these no longer works: Go
+// believes its handler is still there.
+static int reset_go_signals(void) {
+    static const int sigs[] = {SIGHUP,  SIGINT,  SIGQUIT,  SIGUSR1,   SIGUSR2, SIGALRM,
+                               SIGTERM, SIGCHLD, SIGCONT,  SIGTSTP,   SIGTTIN, SIGTTOU,
+                               SIGXCPU, SIGVTALRM, SIGPROF, SIGWINCH, SIGIO,   SIGPWR};
+    struct sigaction dfl, old;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    int n = (int)(sizeof sigs / sizeof sigs[0]);
+    // The real-time signals glibc leaves to programs (SIGRTMIN is past the
+    // two it reserves for itself); Go installs a handler on each.
+    for (int i = 0; i < n + (SIGRTMAX - SIGRTMIN + 1); i++) {
+        int sig = i < n ? sigs[i] : SIGRTMIN + (i - n);
+        if (sigaction(sig, NULL, &old) != 0) return -1;
+        if (!(old.sa_flags & SA_SIGINFO) && (old.sa_handler == SIG_IGN || old.sa_handler == SIG_DFL)) continue;
+        if (sigaction(sig, &dfl, NULL) != 0) return -1;
+    }
+    return 0;
+}
+
+// sky_initialize starts the one interpreter of the process (host.h). Off the
+// main thread the Go runtime owns signals, so Python installs no handlers.
+// faulthandler stays off whatever the environment says: it would turn Go's
+// recoverable faults into fatal ones.
 int sky_initialize(const char *program_name, const char *home, int argc, char **argv,
-                   const char *bootstrap, size_t memory_limit, sky_buf *err) {
+                   const char *bootstrap, size_t memory_limit, int main_thread, sky_buf *err) {
     PyConfig config;
     PyStatus st;
     // Once per process, as sky_initialize is: before any Python code can fork.
     if (pthread_atfork(NULL, NULL, mark_forked_child) != 0) {
         set_error(err, "InitError", "cannot register the fork handler");
+        return -1;
+    }
+    if (main_thread && reset_go_signals() < 0) {
+        set_error(err, "InitError", "cannot reset the signal handlers");
         return -1;
     }
     if (memory_limit > 0) {
@@ -144,7 +176,10 @@ int sky_initialize(const char *program_name, const char *home, int argc, char **
         sky_limit_memory(memory_limit);
     }
     PyConfig_InitPythonConfig(&config);
-    config.install_signal_handlers = 0;
+    // python3's handlers (SIGINT raises KeyboardInterrupt, SIGPIPE and
+    // SIGXFSZ ignored) on the main thread only: they use SA_ONSTACK, as Go
+    // requires of foreign handlers.
+    config.install_signal_handlers = main_thread ? 1 : 0;
     config.faulthandler = 0;
     config.parse_argv = 0;
     config.configure_c_stdio = 0;
@@ -176,15 +211,22 @@ int sky_initialize(const char *program_name, const char *home, int argc, char **
     PyConfig_Clear(&config);
     if (PyStatus_Exception(st)) { status_error(err, st); return -1; }
 
-    main_interp.interp = PyInterpreterState_Main();
-    main_interp.index = 0;
-    int rc = interp_setup(&main_interp, bootstrap, err);
+    sky_main.interp = PyInterpreterState_Main();
+    int rc = interp_setup(bootstrap, err);
     threads_lock = PyThread_allocate_lock();
     if (!threads_lock && rc == 0) {
         set_error(err, "InitError", "cannot allocate a lock");
         rc = -1;
     }
-    PyEval_SaveThread(); // the main thread state stays parked; calls use their own
+    // On the main thread, calls use the main thread state: it is the one
+    // PyGILState_Ensure (ctypes callbacks, C extensions) finds on this
+    // thread, so a second one would leave it restoring a state that is
+    // not current. Elsewhere it stays parked and calls use their own.
+    if (rc == 0 && main_thread && !new_thread(PyThreadState_Get())) {
+        set_error(err, "InitError", "cannot register the main thread state");
+        rc = -1;
+    }
+    PyEval_SaveThread();
     return rc;
 fail:
     status_error(err, st);
@@ -192,10 +234,11 @@ fail:
     return -1;
 }
 
-// interp_setup gives an interpreter what the host needs of it: its own
+// interp_setup gives the interpreter what the host needs of it: its
 // Interrupted type, traceback formatter and interned keys, and the bootstrap
-// (host.py) that routes sys.stdout and sys.stderr. Runs with in's GIL held.
-static int interp_setup(sky_interp *in, const char *bootstrap, sky_buf *err) {
+// (host.py) that routes sys.stdout and sys.stderr. Runs with the GIL held.
+static int interp_setup(const char *bootstrap, sky_buf *err) {
+    sky_interp *in = &sky_main;
     int rc = -1;
     PyObject *tb = NULL, *host = NULL, *globals = NULL, *res = NULL;
     tb = PyImport_ImportModule("traceback"); // new ref
@@ -223,128 +266,46 @@ done:
     return rc;
 }
 
-sky_interp *sky_interp_main(void) { return &main_interp; }
-
-int sky_interp_id(sky_interp *in) { return (int)PyInterpreterState_GetID(in->interp); }
-
-// new_thread makes this OS thread's state in interpreter in and registers it.
-// PyThreadState_New does not need the GIL.
-static sky_thread *new_thread(sky_interp *in, PyThreadState *tstate) {
+// new_thread registers tstate, or a new thread state (PyThreadState_New
+// does not need the GIL), as this OS thread's.
+static sky_thread *new_thread(PyThreadState *tstate) {
     sky_thread *t = calloc(1, sizeof *t);
     if (!t) return NULL;
-    t->tstate = tstate ? tstate : PyThreadState_New(in->interp);
+    t->tstate = tstate ? tstate : PyThreadState_New(sky_main.interp);
     if (!t->tstate) { free(t); return NULL; }
-    t->in = in;
     t->tid = PyThread_get_thread_ident();
     PyThread_acquire_lock(threads_lock, WAIT_LOCK);
     t->next = all_threads;
     all_threads = t;
     PyThread_release_lock(threads_lock);
-    tls_threads[in->index] = t;
+    tls_thread = t;
     return t;
 }
 
-sky_thread *sky_current_thread(void) { return tls_current; }
+sky_thread *sky_current_thread(void) {
+    sky_thread *t = tls_thread;
+    return t && t->inside ? t : NULL;
+}
 
-int sky_enter(sky_interp *in) {
-    sky_thread *cur = tls_current;
-    if (cur && cur->inside) return cur->in == in ? 0 : -1;
-    sky_thread *t = tls_threads[in->index];
-    if (!t && !(t = new_thread(in, NULL))) return -1;
+int sky_enter(void) {
+    sky_thread *t = tls_thread;
+    if (t && t->inside) return 0;
+    if (!t && !(t = new_thread(NULL))) return -1;
     PyEval_RestoreThread(t->tstate);
     t->inside = 1;
-    t->saved = cur; // a call waiting on a model call (its GIL released) is current again after
-    tls_current = t;
     return 1;
 }
 
 void sky_leave(int entered) {
     sky_exit_if_forked(); // whatever ran under this GIL hold forked and returned
     if (entered != 1) return;
-    sky_thread *t = tls_current;
-    t->inside = 0;
-    tls_current = t->saved;
-    t->saved = NULL;
+    tls_thread->inside = 0;
     PyEval_SaveThread();
 }
 
-// sky_interp_new starts a sub-interpreter with its own GIL, from the main
-// interpreter, as CPython's own _interpreters module does. New interpreters
-// get this OS thread's state for their setup; afterwards the main one's GIL
-// is held again until sky_leave. Extension modules that do not support
-// per-interpreter GILs (single-phase init, e.g. numpy today) refuse to
-// import there (check_multi_interp_extensions), rather than crash.
-sky_interp *sky_interp_new(const char *bootstrap, sky_buf *err) {
-#if PY_VERSION_HEX >= 0x030C0000
-    if (__atomic_load_n(&n_interps, __ATOMIC_ACQUIRE) >= SKY_MAX_INTERPS) {
-        set_error(err, "RuntimeError", "too many interpreters");
-        return NULL;
-    }
-    int entered = sky_enter(&main_interp);
-    if (entered != 1) {
-        set_error(err, "RuntimeError", "cannot enter the main interpreter to start another");
-        if (entered == 0) sky_leave(entered);
-        return NULL;
-    }
-    sky_thread *mt = tls_current;
-    sky_interp *in = calloc(1, sizeof *in);
-    if (!in) {
-        set_error(err, "MemoryError", "out of memory");
-        sky_leave(entered);
-        return NULL;
-    }
-    PyInterpreterConfig cfg = {
-        .use_main_obmalloc = 0,
-        .allow_fork = 0,   // fork from a thread of a sub-interpreter is unsafe; subprocess (fork+exec) is allowed
-        .allow_exec = 1,
-        .allow_threads = 1,
-        .allow_daemon_threads = 1, // interpreters are never finalised, so daemon threads cannot outlive them
-        .check_multi_interp_extensions = 1,
-        .gil = PyInterpreterConfig_OWN_GIL,
-    };
-    PyThreadState *ts = NULL;
-    PyStatus st = Py_NewInterpreterFromConfig(&ts, &cfg);
-    if (PyStatus_Exception(st) || !ts) {
-        // CPython gives the main thread state back on failure.
-        status_error(err, st);
-        free(in);
-        sky_leave(entered);
-        return NULL;
-    }
-    // Now ts is current and holds the new GIL; the main GIL was released.
-    in->interp = PyThreadState_GetInterpreter(ts);
-    in->index = __atomic_load_n(&n_interps, __ATOMIC_ACQUIRE);
-    mt->inside = 0;
-    sky_thread *t = new_thread(in, ts);
-    int rc = -1;
-    if (t) {
-        t->inside = 1;
-        tls_current = t;
-        rc = interp_setup(in, bootstrap, err);
-        t->inside = 0;
-        tls_current = mt;
-    } else {
-        set_error(err, "MemoryError", "out of memory");
-    }
-    PyEval_SaveThread();            // the new GIL
-    PyEval_RestoreThread(mt->tstate); // and the main one again
-    mt->inside = 1;
-    sky_leave(entered);
-    if (rc < 0) return NULL; // a broken interpreter is left alone, never used
-    __atomic_store_n(&n_interps, in->index + 1, __ATOMIC_RELEASE);
-    return in;
-#else
-    set_error(err, "RuntimeError", "sub-interpreters with their own GIL need CPython 3.12 or later, this is " PY_VERSION);
-    return NULL;
-#endif
-}
-
-sky_scratch *sky_scratch_new(sky_interp *in, size_t logs_limit) {
+sky_scratch *sky_scratch_new(size_t logs_limit) {
     sky_scratch *s = calloc(1, sizeof *s);
-    if (s) {
-        s->in = in;
-        s->logs_limit = logs_limit;
-    }
+    if (s) s->logs_limit = logs_limit;
     return s;
 }
 
@@ -355,31 +316,28 @@ void sky_scratch_free(sky_scratch *s) {
     free(s);
 }
 
-// running_in finds the interpreter running the call with this token.
-static sky_interp *running_in(uint64_t token) {
-    sky_interp *in = NULL;
+// running reports whether the call with this token is running on some thread.
+static int running(uint64_t token) {
+    int found = 0;
     PyThread_acquire_lock(threads_lock, WAIT_LOCK);
-    for (sky_thread *t = all_threads; t && !in; t = t->next)
-        if (__atomic_load_n(&t->running, __ATOMIC_ACQUIRE) == token) in = t->in;
+    for (sky_thread *t = all_threads; t && !found; t = t->next)
+        found = __atomic_load_n(&t->running, __ATOMIC_ACQUIRE) == token;
     PyThread_release_lock(threads_lock);
-    return in;
+    return found;
 }
 
 // sky_interrupt raises Interrupted in the call with this token, if it is
-// still running on some thread. It waits for that interpreter's GIL, so a
-// call stuck in C code that never releases the GIL keeps it waiting too.
+// still running on some thread. It waits for the GIL, so a call stuck in C
+// code that never releases the GIL keeps it waiting too.
 int sky_interrupt(uint64_t token) {
-    if (token == 0) return 0;
-    sky_interp *in = running_in(token);
-    if (!in) return 0;
-    int entered = sky_enter(in);
+    if (token == 0 || !running(token)) return 0;
+    int entered = sky_enter();
     if (entered < 0) return 0;
     int posted = 0;
     PyThread_acquire_lock(threads_lock, WAIT_LOCK);
     for (sky_thread *t = all_threads; t; t = t->next) {
-        if (t->in == in && __atomic_load_n(&t->running, __ATOMIC_ACQUIRE) == token) {
-            // SetAsyncExc looks for the thread in the current interpreter: in.
-            posted = PyThreadState_SetAsyncExc(t->tid, in->interrupt_type) > 0;
+        if (__atomic_load_n(&t->running, __ATOMIC_ACQUIRE) == token) {
+            posted = PyThreadState_SetAsyncExc(t->tid, sky_main.interrupt_type) > 0;
             if (posted) t->interrupt_posted = 1;
             break;
         }
@@ -421,9 +379,8 @@ void sky_fetch_error_append(sky_buf *out) {
     if (!name) name = PyUnicode_FromString(PyType_Check(type) ? t->tp_name : "exception");
     msg = value ? PyObject_Str(value) : NULL;
     if (!msg) { PyErr_Clear(); msg = PyUnicode_FromString("<exception str() failed>"); }
-    sky_interp *in = tls_current ? tls_current->in : &main_interp;
-    if (value && in->format_exception) {
-        lines = PyObject_CallOneArg(in->format_exception, value);
+    if (value && sky_main.format_exception) {
+        lines = PyObject_CallOneArg(sky_main.format_exception, value);
         if (lines) {
             PyObject *empty = PyUnicode_FromString("");
             if (empty) text = PyUnicode_Join(empty, lines);
@@ -504,7 +461,7 @@ int sky_call(sky_scratch *s, PyObject *fn, PyObject *first, const char *in, size
              int nargs, uint64_t token, int capture, uintptr_t context) {
     PyObject *args[SKY_MAX_ARGS] = {NULL};
     PyObject *res = NULL;
-    sky_thread *t = tls_current;
+    sky_thread *t = tls_thread; // held by sky_enter
     int rc = SKY_PYERR, skip = first ? 1 : 0;
     s->out.len = 0;
     if (nargs < 0 || nargs + skip > SKY_MAX_ARGS) {
@@ -538,7 +495,7 @@ done:
 
 int sky_call_gil(sky_scratch *s, PyObject *fn, const char *in, size_t inlen, int nargs,
                  uint64_t token, int capture, uintptr_t context) {
-    int entered = sky_enter(s->in);
+    int entered = sky_enter();
     if (entered < 0) return SKY_NOTHREAD;
     int rc = sky_call(s, fn, NULL, in, inlen, nargs, token, capture, context);
     sky_leave(entered);

@@ -9,17 +9,16 @@
 #include <stddef.h>
 #include <unistd.h>
 
-// sky_interp is one Python interpreter of the process: the main one, or a
-// sub-interpreter with its own GIL (CPython 3.12+). Objects made in one are
-// never used in another, so each keeps its own copies of what C caches.
-#define SKY_MAX_INTERPS 64
+// sky_interp is what the host keeps of the process's one interpreter (the
+// main one, sky_main): objects C caches across calls, made once at start-up.
 typedef struct sky_interp {
     PyInterpreterState *interp;
-    int index;                  // 0: the main interpreter
-    PyObject *interrupt_type;   // this interpreter's _skynet_host.Interrupted
-    PyObject *format_exception; // this interpreter's traceback.format_exception
+    PyObject *interrupt_type;   // _skynet_host.Interrupted
+    PyObject *format_exception; // traceback.format_exception
     PyObject *k_feedback, *k_scores; // interned keys of the score record (batch.c)
 } sky_interp;
+
+extern sky_interp sky_main;
 
 // sky_buf is a growable byte buffer owned by C and reused across calls.
 typedef struct {
@@ -31,21 +30,19 @@ typedef struct {
 // calls, so a result stays valid after the GIL is released and whatever OS
 // thread ran the call moves on.
 typedef struct {
-    sky_interp *in;       // the interpreter its calls run in
     sky_buf out;          // encoded result, or an error as three strings
     sky_buf logs;         // output the call wrote to sys.stdout/sys.stderr
     size_t logs_limit;
     int logs_truncated;
 } sky_scratch;
 
-// sky_thread is the Python thread state of one OS thread in one interpreter.
-// It is made the first time the thread calls into that interpreter and kept
-// for the thread's life, so no call pays for PyGILState_Ensure creating and
-// destroying one.
+// sky_thread is the Python thread state of one OS thread. It is made the
+// first time the thread calls into Python and kept for the thread's life, so
+// no call pays for PyGILState_Ensure creating and destroying one. The thread
+// that initialised in main-thread mode keeps the main thread state instead,
+// the one PyGILState_Ensure finds there (sky_initialize).
 typedef struct sky_thread {
     PyThreadState *tstate;
-    sky_interp *in;
-    struct sky_thread *saved;  // the thread state current before sky_enter, restored by sky_leave
     unsigned long tid;         // PyThread_get_thread_ident()
     int inside;                // holds the GIL through sky_enter
     uint64_t running;          // token of the call in progress, 0 when idle (atomic; written with the GIL)
@@ -82,31 +79,30 @@ enum { SKY_OK = 0, SKY_PYERR = 1, SKY_NOTHREAD = 2, SKY_RUNERR = 3 };
 // What a case is doing: scoring, or running the program that makes its output.
 enum { SKY_PHASE_SCORE = 0, SKY_PHASE_RUN = 1 };
 
+// sky_initialize starts the interpreter on the calling OS thread. With
+// main_thread set, that is the process's main thread and stays its Python
+// main thread: Python gets python3's signal handlers and the main thread
+// state is this thread's sky_thread. On return the GIL is released.
 int sky_initialize(const char *program_name, const char *home, int argc, char **argv,
-                   const char *bootstrap, size_t memory_limit, sky_buf *err);
-sky_interp *sky_interp_main(void);
-// sky_interp_new starts a sub-interpreter with its own GIL; NULL (err set)
-// before CPython 3.12 or when it cannot.
-sky_interp *sky_interp_new(const char *bootstrap, sky_buf *err);
-int sky_interp_id(sky_interp *in); // PyInterpreterState_GetID
+                   const char *bootstrap, size_t memory_limit, int main_thread, sky_buf *err);
 void sky_limit_memory(size_t bytes);
 void sky_buf_free(sky_buf *b);
 
-// sky_enter takes in's GIL for this OS thread: 1 when it took it, 0 when
+// sky_enter takes the GIL for this OS thread: 1 when it took it, 0 when
 // this thread already held it (a nested call), -1 on failure (no thread
-// state, or this thread holds another interpreter's GIL).
-int sky_enter(sky_interp *in);
+// state).
+int sky_enter(void);
 void sky_leave(int entered);
 int sky_interrupt(uint64_t token);
 // sky_current_thread is the thread state of the call running on this OS
-// thread (the interpreter it entered last), or NULL outside calls.
+// thread, or NULL outside calls.
 sky_thread *sky_current_thread(void);
 int sky_allow_writes(const char *dir);
 int sky_install_audit_hook(void);
 void sky_set_untrusted(int on);
 int sky_take_cwd_moved(void); // 1 once after Python changed the working directory
 
-sky_scratch *sky_scratch_new(sky_interp *in, size_t logs_limit);
+sky_scratch *sky_scratch_new(size_t logs_limit);
 void sky_scratch_free(sky_scratch *s);
 
 // sky_call_gil takes the GIL, calls, and releases it: one crossing per call.
@@ -150,7 +146,6 @@ typedef struct {
     int phase;                 // SKY_PHASE_* of the case running (atomic)
     int64_t budget_ns;         // stop starting new cases after this long (0: no limit)
     int64_t took_ns;           // the finished cases' elapsed_ns, summed (written by the scoring thread)
-    int refused;               // a sub-interpreter refused an import the case needs: that case and the rest are left PENDING
     int n;
     int cap;                   // slots allocated (a reused batch may hold fewer cases)
     sky_slot slots[];
@@ -167,12 +162,11 @@ typedef struct {
 } sky_cache_entry;
 
 typedef struct {
-    sky_interp *in;            // whose objects it holds
     sky_cache_entry *e;
     int32_t cap;
 } sky_argcache;
 
-sky_argcache *sky_argcache_new(sky_interp *in);
+sky_argcache *sky_argcache_new(void);
 void sky_argcache_free(sky_argcache *c);
 
 sky_batch *sky_batch_new(int n);

@@ -2,8 +2,9 @@
 // and memory domains are wrapped so each block carries its size in a
 // 16-byte header; an allocation that would pass the cap fails, and Python
 // raises MemoryError in the code that asked for it, instead of the whole
-// process being killed. The cap is the process's: sub-interpreters with
-// their own GILs allocate at the same time, so the counter is atomic.
+// process being killed. The cap is the process's; its counter is atomic,
+// which costs little and stays right where no GIL serialises allocations
+// (free-threaded builds).
 #include "host.h"
 #include <string.h>
 

@@ -13,10 +13,10 @@ import (
 	"unsafe"
 )
 
-// Each OS thread that calls into an interpreter gets its own thread state
-// there, made on first use and kept (see sky_enter), so goroutines need not
-// be pinned to threads: a call takes the interpreter's GIL, runs and
-// releases it within one cgo crossing, on whichever thread the goroutine is on.
+// Each OS thread that calls into Python gets its own thread state, made on
+// first use and kept (see sky_enter), so goroutines need not be pinned to
+// threads: a call takes the GIL, runs and releases it within one cgo
+// crossing, on whichever thread the goroutine is on.
 
 var tokens atomic.Uint64
 
@@ -37,19 +37,14 @@ type Caller struct {
 	s *C.sky_scratch
 }
 
-// newMainCaller returns a Caller into the main interpreter whose calls keep at
-// most logsLimit bytes of output.
-func newMainCaller(logsLimit int) (*Caller, error) {
-	if !initialized() {
-		return nil, errors.New("cpython: interpreter not initialised")
-	}
-	return mainInterp.NewCaller(logsLimit)
-}
+var errNotInitialized = errors.New("cpython: interpreter not initialised")
 
-// NewCaller returns a Caller into this interpreter whose calls keep at most
-// logsLimit bytes of output.
-func (i *Interp) NewCaller(logsLimit int) (*Caller, error) {
-	s := C.sky_scratch_new(i.in, C.size_t(logsLimit))
+// NewCaller returns a Caller whose calls keep at most logsLimit bytes of output.
+func NewCaller(logsLimit int) (*Caller, error) {
+	if !initialized() {
+		return nil, errNotInitialized
+	}
+	s := C.sky_scratch_new(C.size_t(logsLimit))
 	if s == nil {
 		return nil, errors.New("cpython: out of memory")
 	}
@@ -129,26 +124,17 @@ type GIL struct {
 	c *Caller
 }
 
-// WithGIL runs fn on this goroutine's OS thread with the main interpreter's
-// GIL held. Not for the hot path: it pins the goroutine for fn's duration.
+// WithGIL runs fn on this goroutine's OS thread with the GIL held. Not for
+// the hot path: it pins the goroutine for fn's duration.
 func WithGIL(fn func(g *GIL)) error {
-	if !initialized() {
-		return errors.New("cpython: interpreter not initialised")
-	}
-	return mainInterp.WithGIL(fn)
-}
-
-// WithGIL runs fn on this goroutine's OS thread with this interpreter's GIL
-// held; the objects fn makes belong to this interpreter.
-func (i *Interp) WithGIL(fn func(g *GIL)) error {
-	c, err := i.NewCaller(0)
+	c, err := NewCaller(0)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	entered := C.sky_enter(i.in)
+	entered := C.sky_enter()
 	if entered < 0 {
 		return errNoThread
 	}

@@ -16,8 +16,23 @@ static const char *sky_libpython(void) {
     if (dladdr((void *)sky_libpython, &self) && self.dli_fbase == lib.dli_fbase) return NULL;
     return lib.dli_fname;
 }
+
+// sky_static_libpython: 1 when build/static.sh linked libpython3.X.a into
+// this binary; sky_build_python: that installation's BINDIR/python3.X.
+#ifdef SKY_LIBPYTHON_STATIC
+static int sky_static_libpython(void) { return 1; }
+#else
+static int sky_static_libpython(void) { return 0; }
+#endif
+#ifdef SKY_PYTHON_EXECUTABLE
+static const char *sky_build_python(void) { return SKY_PYTHON_EXECUTABLE; }
+#else
+static const char *sky_build_python(void) { return ""; }
+#endif
 */
 import "C"
+
+import "fmt"
 
 // VersionInfo says which CPython the process embeds.
 type VersionInfo struct {
@@ -43,3 +58,14 @@ func Version() VersionInfo {
 	}
 	return v
 }
+
+// StaticLibpython reports whether libpython is linked into the executable
+// (the default build, build/static.sh) rather than loaded as a shared object.
+func StaticLibpython() bool { return C.sky_static_libpython() == 1 }
+
+// buildPython is the python executable of the installation the static
+// libpython came from, as build/static.sh recorded it; "" otherwise.
+func buildPython() string { return C.GoString(C.sky_build_python()) }
+
+// PythonVersion is the major.minor of the CPython this package was built against.
+func PythonVersion() string { return fmt.Sprintf("%d.%d", C.PY_MAJOR_VERSION, C.PY_MINOR_VERSION) }

@@ -134,7 +134,7 @@ func BenchmarkWorkers(b *testing.B) {
 		require.NoError(b, os.WriteFile(path, []byte(metrics[kind]), 0o644))
 		for _, workers := range []int{1, 2, 4, 8} {
 			b.Run(fmt.Sprintf("%s/workers=%d", kind, workers), func(b *testing.B) {
-				e, err := Open(Options{Metric: path, Workers: workers})
+				e, err := Open(Options{Metric: path, Threads: workers})
 				require.NoError(b, err)
 				defer e.Close()
 				b.ResetTimer()
@@ -201,7 +201,7 @@ func BenchmarkJudgeWorkers(b *testing.B) {
 				}
 				c, err := llm.New(cfg)
 				require.NoError(b, err)
-				e, err := Open(Options{Metric: "../testdata/judge/metric.py", LLM: c, Workers: workers})
+				e, err := Open(Options{Metric: "../testdata/judge/metric.py", LLM: c, Threads: workers})
 				require.NoError(b, err)
 				defer e.Close()
 				judged := Case{ID: "j", Input: map[string]any{"question": "2+2?"}, Output: "4"}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -134,4 +135,15 @@ func caseName(id string) string {
 		return "case ?"
 	}
 	return "case " + id
+}
+
+// NewCanceledError is a canceled case's error when ctx ended first, for an
+// executor outside this package: errors.Is tells ctx's reason, as it does
+// for the engine's own.
+func NewCanceledError(msg string, ctx context.Context) *CaseError {
+	o := canceledOutcome(ctx, "")
+	if msg == "" {
+		msg = o.why
+	}
+	return &CaseError{Kind: KindCanceled, Message: msg, cause: o.err}
 }

@@ -18,7 +18,7 @@ const (
 // Check is the outcome of one named contract check.
 type Check struct {
 	Name string `json:"name"` // which check: CheckLoads, CheckSignature, ...
-	OK   bool   `json:"ok"`   // passed; a notice such as CheckInterpreters is OK too
+	OK   bool   `json:"ok"`   // passed; a notice such as CheckThreads is OK too
 	Case string `json:"case"` // the (first) case it failed on, if any
 	// Message is what was found. It does not repeat Name or Case, so a
 	// report can print them side by side: "name [case c]: message".
@@ -59,9 +59,9 @@ func (e *CheckError) Failed() Check { return e.Checks[len(e.Checks)-1] }
 // message names the others ("(also case t2)", "; case t3: ...").
 func (e *Engine) Check(ctx context.Context, cases []Case) []Check {
 	checks := e.check(ctx, cases)
-	// After the samples: a case may need an import a sub-interpreter refuses.
-	if why := e.Fallback(); why != "" {
-		checks = slices.Insert(checks, len(checks)-1, Check{Name: CheckInterpreters, OK: true, Message: why})
+	// After the samples: a case may set a signal handler too.
+	if c, ok := e.threadsNotice(); ok {
+		checks = slices.Insert(checks, len(checks)-1, c)
 	}
 	return checks
 }
@@ -131,4 +131,11 @@ func (e *Engine) check(ctx context.Context, cases []Case) []Check {
 	rv.Message = strings.Join(lines, "; ")
 	rv.Fix = strings.Join(fixes, " or ")
 	return append(checks, rv)
+}
+
+// NewCheckError is the error of a load that failed its last check, for an
+// executor that loads the metric elsewhere (package pool's workers); err,
+// when not nil, is the file error under it.
+func NewCheckError(checks []Check, err error) *CheckError {
+	return &CheckError{Checks: checks, err: err}
 }

@@ -1,6 +1,8 @@
 // Package engine runs a user's metric.py in-process: it loads the metric into
-// the embedded CPython, checks its contract and scores cases on a pool of
-// Python worker threads.
+// the embedded CPython, checks its contract and scores cases on one or more
+// Python threads (Options.Threads), which share the process's GIL. A worker
+// process that wants python3's main-thread semantics for the metric (signal
+// handlers, alarm timeouts) opens its engine with Options.MainThread.
 //
 //	e, err := engine.Open(engine.Options{Metric: "metric.py"})
 //	if err != nil { ... }            // *CheckError when a load-time check fails
@@ -60,19 +62,21 @@ type Options struct {
 	Timeout time.Duration
 	// Samples is how many cases Check calls score on (default 3).
 	Samples int
-	// Workers is the number of Python worker threads per interpreter
-	// (default 1): more overlap waits such as model calls.
-	Workers int
-	// Interpreters is how many Python interpreters score in parallel, each
-	// with its own GIL, its own thread(s) and its own copy of the metric
-	// (and program): the main interpreter plus Interpreters-1 sub-interpreters.
-	// 0 means one per CPU on CPython 3.12+ and 1 before; 1 is the main
-	// interpreter alone. More than 1 needs CPython 3.12+ (an error at Open
-	// before). A metric that cannot load in a sub-interpreter (it imports an
-	// extension module with single-phase init, e.g. numpy today) runs in
-	// the main interpreter alone, and the "interpreters" check says why.
-	// Module globals are per interpreter: a cache in one is not seen by the others.
-	Interpreters int
+	// Threads is how many Python threads score in this process, sharing
+	// its one GIL (default 1). More only help calls that wait (skynet.llm,
+	// I/O): CPU-bound metrics scale with more processes instead.
+	Threads int
+	// MainThread scores on the process's main thread, as python3 runs a
+	// script: signal.signal (and so signal.alarm and setitimer timeouts),
+	// os.fork and multiprocessing behave there as under python3 (see
+	// cpython.Config.MainThread). Open must then be called on the main
+	// goroutine, locked to the main thread (runtime.LockOSThread in an init
+	// function); it imports the metric there. The first scoring thread runs
+	// there too, once the process calls cpython.ServeMainThread: with
+	// Threads 1 no case is scored before. The other Threads-1 threads are
+	// ordinary ones, where signal.signal raises ValueError (see CheckThreads).
+	// One engine per process may use the main thread at a time.
+	MainThread bool
 	// LogsLimit bounds the output of print() kept per case, in bytes (default 64 KiB).
 	LogsLimit int
 	// PythonExecutable selects the Python installation or virtualenv, e.g.
@@ -105,22 +109,20 @@ type Options struct {
 // Engine scores cases with one loaded metric (and program, for Evaluate).
 // Open makes one; its methods are safe for concurrent use; Close frees it.
 type Engine struct {
-	path         string
-	module       string // unique sys.modules name of the metric
-	timeout      time.Duration
-	samples      int
-	logsLimit    int
-	nargs        int // 2 or 3: how score is called
-	runTimeout   time.Duration
-	program      string // unique sys.modules name of the program, if any
-	programPath  string
-	spec         *reward.Spec
-	loadChecks   []Check
-	main         *pyInterp
-	interpsMu    sync.Mutex
-	interps      []*pyInterp            // main first, then the sub-interpreters that loaded (interpsMu)
-	interpsReady chan struct{}          // closed once every interpreter asked for has loaded or failed
-	fallback     atomic.Pointer[string] // why sub-interpreters are not (or no longer) used, if they were asked for
+	path        string
+	module      string // unique sys.modules name of the metric
+	timeout     time.Duration
+	samples     int
+	logsLimit   int
+	nargs       int // 2 or 3: how score is called
+	runTimeout  time.Duration
+	program     string // unique sys.modules name of the program, if any
+	programPath string
+	spec        *reward.Spec
+	loadChecks  []Check
+	py          *pyMetric
+	threads     int  // Options.Threads, resolved
+	mainThread  bool // Options.MainThread
 
 	jobs       chan *parcel
 	frontMu    sync.Mutex // requeued jobs go ahead of jobs: see requeue
@@ -134,11 +136,11 @@ type Engine struct {
 	closing    sync.Once
 	closed     atomic.Bool
 	avgCase    atomic.Int64  // moving average of a case's time in ns, sizes batches
-	budget     time.Duration // how long a batch may hold its interpreter's GIL
+	budget     time.Duration // how long a batch may hold the GIL
 	avgIdle    atomic.Int64  // moving average of how long an idle worker waited for work, in ns
 	scoreCalls atomic.Int64
 	mode       cpython.Mode
-	wedge      atomic.Pointer[Wedge]
+	wedge      atomic.Pointer[wedge]
 	spareMu    sync.Mutex
 	batches    spares[cpython.Batch] // finished batches kept for reuse (getBatch)
 	groups     spares[group]         // read groups kept for reuse (newGroup)
@@ -149,10 +151,9 @@ type Engine struct {
 	llm   *llm.Client
 }
 
-// pyInterp is the metric (and program) loaded into one interpreter. Its
-// objects belong to that interpreter and are touched only with its GIL.
-type pyInterp struct {
-	in     *cpython.Interp
+// pyMetric is the metric (and program) loaded into Python. Its objects are
+// touched only with the GIL.
+type pyMetric struct {
 	loader *cpython.Object
 	mod    *cpython.Object
 	score  *cpython.Object
@@ -239,15 +240,8 @@ func Open(opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	if opts.Samples < 0 || opts.Workers < 0 || opts.LogsLimit < 0 || opts.Interpreters < 0 {
-		return nil, errors.New("engine: Samples, Workers, Interpreters and LogsLimit must not be negative")
-	}
-	if opts.Interpreters > cpython.MaxInterpreters {
-		return nil, fmt.Errorf("engine: Interpreters %d exceeds the maximum of %d", opts.Interpreters, cpython.MaxInterpreters)
-	}
-	if opts.Interpreters > 1 && !cpython.SubInterpreters() {
-		return nil, fmt.Errorf("engine: Interpreters %d needs CPython 3.12 or later (sub-interpreters with their own GIL); this build embeds CPython %s: use 1, or build against a newer CPython (make build PYTHON=...)",
-			opts.Interpreters, cpython.PythonVersion())
+	if opts.Samples < 0 || opts.Threads < 0 || opts.LogsLimit < 0 {
+		return nil, errors.New("engine: Samples, Threads and LogsLimit must not be negative")
 	}
 	if opts.Metric == "" {
 		return nil, errors.New("engine: Options.Metric is empty: give the path of metric.py")
@@ -262,6 +256,8 @@ func Open(opts Options) (*Engine, error) {
 		runTimeout: runTimeout,
 		samples:    orDefault(opts.Samples, DefaultSamples),
 		logsLimit:  orDefault(opts.LogsLimit, DefaultLogs),
+		threads:    orDefault(opts.Threads, 1),
+		mainThread: opts.MainThread,
 		jobs:       make(chan *parcel, 256),
 		str:        newInternTable().make,
 		batches:    spares[cpython.Batch]{max: spareBatches},
@@ -288,6 +284,7 @@ func Open(opts Options) (*Engine, error) {
 		Executable:  opts.PythonExecutable,
 		Home:        opts.PythonHome,
 		MemoryLimit: opts.PythonMemoryLimit,
+		MainThread:  opts.MainThread, // which checks that Open runs on the main thread
 		// sys.argv stays CPython's embedded default, [""]: the metric is
 		// imported as a module, not run as the script sys.argv[0] names.
 	}); err != nil {
@@ -302,49 +299,35 @@ func Open(opts Options) (*Engine, error) {
 			}
 		}
 	}
-	nInterps := interpreterCount(opts.Interpreters)
-	if nInterps > 1 {
-		go subInterps(nInterps - 1) // start them while the main interpreter loads the metric (~30 ms each)
-	}
-	main := &pyInterp{in: cpython.Main()}
-	e.main, e.interps = main, []*pyInterp{main}
-	e.interpsReady = make(chan struct{})
+	e.py = &pyMetric{}
 	var loadErr error
-	if err := main.in.WithGIL(func(g *cpython.GIL) {
+	if err := cpython.WithGIL(func(g *cpython.GIL) {
 		if opts.Untrusted { // import-time code is untrusted too
 			g.Untrusted(true)
 			defer g.Untrusted(false)
 		}
-		if loadErr = e.load(g, main, opts.Metric); loadErr == nil && opts.Program != "" {
-			loadErr = e.loadProgram(g, main, opts.Program)
+		if loadErr = e.load(g, e.py, opts.Metric); loadErr == nil && opts.Program != "" {
+			loadErr = e.loadProgram(g, e.py, opts.Program)
 		}
 	}); err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
 	if loadErr != nil {
-		close(e.interpsReady)
 		e.Close()
 		return nil, loadErr
 	}
 	if e.cache, err = cpython.NewArgCache(argCacheBytes); err != nil {
-		close(e.interpsReady)
 		e.Close()
 		return nil, fmt.Errorf("engine: %w", err)
 	}
-	workers := orDefault(opts.Workers, 1)
-	if e.budget = batchBudget; workers == 1 {
+	if e.budget = batchBudget; e.threads == 1 {
 		e.budget = soloBudget
 	}
-	if err := e.startWorkers(main, workers); err != nil {
-		close(e.interpsReady)
-		e.Close()
-		return nil, err
-	}
-	// The main interpreter scores at once; the others join when loaded.
-	if nInterps > 1 {
-		go e.addInterps(nInterps-1, workers, opts.Untrusted)
-	} else {
-		close(e.interpsReady)
+	for i := 0; i < e.threads; i++ {
+		if err := e.startWorker(e.mainThread && i == 0); err != nil {
+			e.Close()
+			return nil, err
+		}
 	}
 	go e.watchdog()
 	return e, nil
@@ -370,12 +353,17 @@ func orDefault(v, def int) int {
 	return v
 }
 
-// load imports the metric into the main interpreter and makes the
-// load-time checks. Runs with its GIL.
-func (e *Engine) load(th *cpython.GIL, py *pyInterp, shown string) error {
+// load imports the metric and makes the load-time checks. Runs with the GIL.
+func (e *Engine) load(th *cpython.GIL, py *pyMetric, shown string) error {
 	var err error
-	if py.loader, err = loaderOf(th, py.in); err != nil {
+	if py.loader, err = loaderOf(th); err != nil {
 		return err
+	}
+	if e.mainThread {
+		// Before the import: import-time code may set a handler too.
+		if _, err := e.loaderCall(th, py, "watch_signals", e.path); err != nil {
+			return fmt.Errorf("engine: %w", err)
+		}
 	}
 	if py.mod, err = e.importFile(th, py, e.path, e.module, shown, CheckLoads); err != nil {
 		return err
@@ -412,30 +400,29 @@ func (e *Engine) load(th *cpython.GIL, py *pyInterp, shown string) error {
 	return nil
 }
 
-// The _skynet_loader module of each interpreter, shared by engines.
+// The _skynet_loader module, shared by engines.
 var (
-	loadersMu sync.Mutex
-	loaders   [cpython.MaxInterpreters]*cpython.Object
-	loaderErr [cpython.MaxInterpreters]error
+	loaderMu  sync.Mutex
+	loader    *cpython.Object
+	loaderErr error
 )
 
-// loaderOf returns in's loader module, starting it the first time. Runs
-// with in's GIL.
-func loaderOf(g *cpython.GIL, in *cpython.Interp) (*cpython.Object, error) {
-	loadersMu.Lock()
-	defer loadersMu.Unlock()
-	i := in.Index()
-	if loaders[i] == nil && loaderErr[i] == nil {
-		loaders[i], loaderErr[i] = g.ExecModule("_skynet_loader", "<skynet loader>", loaderSource)
-		if loaderErr[i] != nil {
-			loaderErr[i] = fmt.Errorf("engine: starting the metric loader: %w", loaderErr[i])
+// loaderOf returns the loader module, starting it the first time. Runs with
+// the GIL.
+func loaderOf(g *cpython.GIL) (*cpython.Object, error) {
+	loaderMu.Lock()
+	defer loaderMu.Unlock()
+	if loader == nil && loaderErr == nil {
+		loader, loaderErr = g.ExecModule("_skynet_loader", "<skynet loader>", loaderSource)
+		if loaderErr != nil {
+			loaderErr = fmt.Errorf("engine: starting the metric loader: %w", loaderErr)
 		}
 	}
-	return loaders[i], loaderErr[i]
+	return loader, loaderErr
 }
 
-// loadFile loads a file as module name into py's interpreter.
-func (e *Engine) loadFile(g *cpython.GIL, py *pyInterp, path, name string) (*cpython.Object, error) {
+// loadFile loads a file as module name.
+func (e *Engine) loadFile(g *cpython.GIL, py *pyMetric, path, name string) (*cpython.Object, error) {
 	loadFn, err := g.Attr(py.loader, "load")
 	if err != nil {
 		return nil, err
@@ -446,7 +433,7 @@ func (e *Engine) loadFile(g *cpython.GIL, py *pyInterp, path, name string) (*cpy
 
 // importFile loads a file as module name and records the check: ok, or
 // failed with the error and its traceback (returned as a *CheckError).
-func (e *Engine) importFile(g *cpython.GIL, py *pyInterp, path, name, shown, check string) (*cpython.Object, error) {
+func (e *Engine) importFile(g *cpython.GIL, py *pyMetric, path, name, shown, check string) (*cpython.Object, error) {
 	mod, err := e.loadFile(g, py, path, name)
 	if err != nil {
 		c := Check{Name: check, Message: fmt.Sprintf("%s: %v", shown, err)}
@@ -461,7 +448,7 @@ func (e *Engine) importFile(g *cpython.GIL, py *pyInterp, path, name, shown, che
 
 // signature asks the loader's arity function (arity or run_arity) how mod's
 // function is called and records the check; 0 arguments is a failed check.
-func (e *Engine) signature(g *cpython.GIL, py *pyInterp, arity string, mod *cpython.Object, check string) (int, error) {
+func (e *Engine) signature(g *cpython.GIL, py *pyMetric, arity string, mod *cpython.Object, check string) (int, error) {
 	v, err := e.loaderCall(g, py, arity, mod)
 	if err != nil {
 		return 0, err
@@ -485,7 +472,7 @@ func (e *Engine) fail(c Check) error {
 	return &CheckError{Checks: e.loadChecks}
 }
 
-func (e *Engine) loaderCall(th *cpython.GIL, py *pyInterp, name string, args ...any) (any, error) {
+func (e *Engine) loaderCall(th *cpython.GIL, py *pyMetric, name string, args ...any) (any, error) {
 	fn, err := th.Attr(py.loader, name)
 	if err != nil {
 		return nil, err
@@ -527,7 +514,9 @@ var ErrClosed = errors.New("engine is closed")
 // at most 2 s for calls in flight to return: a call blocked outside Python
 // bytecode (a sleep, a socket read, C code) keeps its worker's goroutine and
 // thread until it returns, and the one goroutine that owns the interpreter
-// stays for the life of the process.
+// stays for the life of the process. With MainThread, the main thread is
+// free again once its worker has returned (and the wait includes a worker
+// the process never served).
 func (e *Engine) Close() error {
 	e.closing.Do(func() {
 		e.closed.Store(true)
@@ -535,16 +524,13 @@ func (e *Engine) Close() error {
 		e.freeSpare()
 		done := make(chan struct{})
 		go func() {
-			<-e.interpsReady // no worker starts after this
 			e.workers.Wait()
 			// Taking the GIL waits behind C code that never releases it; the
 			// select below bounds how long Close waits for that.
 			if e.cache != nil {
 				e.cache.Close()
 			}
-			for _, py := range e.interps { // complete: interpsReady is closed
-				e.unloadFrom(py)
-			}
+			e.unload()
 			close(done)
 		}()
 		select {
@@ -553,4 +539,25 @@ func (e *Engine) Close() error {
 		}
 	})
 	return nil
+}
+
+// unload releases what the engine loaded.
+func (e *Engine) unload() {
+	py := e.py
+	if py == nil || py.loader == nil {
+		return
+	}
+	cpython.WithGIL(func(g *cpython.GIL) {
+		g.Release(py.score)
+		g.Release(py.run)
+		for name, mod := range map[string]*cpython.Object{e.module: py.mod, e.program: py.pmod} {
+			if mod != nil {
+				g.Release(mod)
+				e.loaderCall(g, py, "unload", name)
+			}
+		}
+		if e.mainThread {
+			e.loaderCall(g, py, "unwatch_signals", e.path, e.programPath)
+		}
+	})
 }

@@ -420,7 +420,7 @@ func TestBadCaseShapes(t *testing.T) {
 }
 
 func TestConcurrentScore(t *testing.T) {
-	e := open(t, Options{Metric: writeMetric(t, "def score(i, o, e=None):\n    return float(o), {'feedback': str(i['n'])}\n"), Workers: 3})
+	e := open(t, Options{Metric: writeMetric(t, "def score(i, o, e=None):\n    return float(o), {'feedback': str(i['n'])}\n"), Threads: 3})
 	var wg sync.WaitGroup
 	for g := 0; g < 8; g++ {
 		wg.Add(1)
@@ -445,7 +445,7 @@ def score(i, o, e=None):
     calls.append(1)
     if len(calls) == 4: return "bad"
     return 1.0, {"feedback": "ok"}
-`), Samples: 5, Interpreters: 1}) // one interpreter: calls counts every sample
+`), Samples: 5})
 	cases := readCases(t, "../testdata/exact_match/cases.jsonl")
 	checks := e.Check(ctx, cases)
 	require.Len(t, checks, 3)
@@ -543,6 +543,9 @@ func TestVirtualenvChild(t *testing.T) {
 }
 
 func TestMain(m *testing.M) {
+	if os.Getenv(mainThreadEnv) != "" {
+		os.Exit(mainThreadChild())
+	}
 	runtime.GOMAXPROCS(max(runtime.GOMAXPROCS(0), 2))
 	os.Exit(m.Run())
 }
@@ -563,12 +566,7 @@ func TestMemoryLimit(t *testing.T) {
 	require.NoError(t, err, string(out))
 	assert.Contains(t, string(out), "BOMB: exception: MemoryError\n")
 	assert.Contains(t, string(out), "NEXT: fine\n")
-	if interpreterCount(0) >= 2 {
-		// The cap is the process's, shared by the sub-interpreters'
-		// allocations: bombs scored at once in both fail alike.
-		assert.Contains(t, string(out), "INTERPRETERS: 2\n")
-		assert.Contains(t, string(out), "BOMBS: 4 MemoryError\n")
-	}
+	assert.Contains(t, string(out), "BOMBS: 4 MemoryError\n")
 }
 
 func TestMemoryLimitChild(t *testing.T) {
@@ -576,8 +574,7 @@ func TestMemoryLimitChild(t *testing.T) {
 	if metric == "" {
 		t.Skip("runs as TestMemoryLimit's child process")
 	}
-	e := open(t, Options{Metric: metric, PythonMemoryLimit: 256 << 20, Interpreters: min(2, interpreterCount(0))})
-	fmt.Printf("INTERPRETERS: %d\n", e.Interpreters())
+	e := open(t, Options{Metric: metric, PythonMemoryLimit: 256 << 20})
 	r := e.Score(ctx, Case{ID: "b", Input: map[string]any{}, Output: "bomb"})
 	require.NotNil(t, r.Err)
 	fmt.Printf("BOMB: %s: %s\n", r.Err.Kind, r.Err.Message)

@@ -28,7 +28,7 @@ def score(input, output, expected=None):
         "child": child.stdout.strip(), "child_stderr": child.stderr, "child_rc": child.returncode,
         "spawned": spawned})}
 `)
-	e := open(t, Options{Metric: metric, Interpreters: 1})
+	e := open(t, Options{Metric: metric})
 	r := e.Score(ctx, Case{ID: "1", Input: map[string]any{}})
 	require.Nil(t, r.Err, "%+v", r.Err)
 	var got struct {

@@ -68,9 +68,7 @@ var forkModes = []string{"return", "raise", "observation", "reward", "llm"}
 // inFreshProcess runs test child of this test binary in a new process with
 // SKYNET_TEST_FORK_CHILD=arg and returns its output. Forking is tried there:
 // a forked copy that got back into Go would write into that output, not
-// the test's, and on CPython 3.12+ a process that holds sub-interpreters
-// (earlier tests start them) cannot fork safely at all (CPython issues
-// 101437 and 139759). WaitDelay bounds how long a forked copy left holding
+// the test's. WaitDelay bounds how long a forked copy left holding
 // the output pipe could keep the test waiting.
 func inFreshProcess(t *testing.T, child, arg string) string {
 	t.Helper()
@@ -117,8 +115,7 @@ func TestForkedChildNeverReturnsIntoGoChild(t *testing.T) {
 	if metric == "" {
 		t.Skip("runs as TestForkedChildNeverReturnsIntoGo's child process")
 	}
-	// One interpreter: a sub-interpreter refuses os.fork.
-	e := open(t, Options{Metric: metric, Interpreters: 1})
+	e := open(t, Options{Metric: metric})
 	var cases []Case
 	for _, m := range forkModes {
 		cases = append(cases, Case{ID: m, Input: map[string]any{"mode": m}})
@@ -130,7 +127,7 @@ func TestForkedChildNeverReturnsIntoGoChild(t *testing.T) {
 		n++
 	}
 	// run forks too: its child must not go on to score or report.
-	p := open(t, Options{Metric: metric, Program: metric, Interpreters: 1})
+	p := open(t, Options{Metric: metric, Program: metric})
 	for _, r := range p.Evaluate(ctx, nil, slices.Values([]Case{{ID: "run", Input: map[string]any{"mode": "run"}}})) {
 		require.Nil(t, r.Err, "%+v", r.Err)
 		fmt.Printf("RESULT %s %.1f %s\n", r.ID, r.Score, r.Feedback)
@@ -172,7 +169,7 @@ func TestSubprocessAndForkPoolInsideScoreChild(t *testing.T) {
 	if metric == "" {
 		t.Skip("runs as TestSubprocessAndForkPoolInsideScore's child process")
 	}
-	e := open(t, Options{Metric: metric, Interpreters: 1})
+	e := open(t, Options{Metric: metric})
 	for i := 0; i < 2; i++ {
 		r := e.Score(ctx, Case{ID: fmt.Sprint(i), Input: map[string]any{}})
 		require.Nil(t, r.Err, "%+v", r.Err)

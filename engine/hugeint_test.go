@@ -92,10 +92,7 @@ def score(input, output, expected=None):
 // The digit count of a huge int is the length of its decimal text, around
 // powers of ten and powers of two alike.
 func TestHugeIntDigitCounts(t *testing.T) {
-	// One interpreter: the metric's own str() of a 100,000-digit int uses
-	// the decimal module on 3.12+, whose C part does not load in a
-	// sub-interpreter, and the pure-Python fallback takes minutes.
-	e := open(t, Options{Interpreters: 1, Metric: writeMetric(t, `
+	e := open(t, Options{Metric: writeMetric(t, `
 import random, sys
 def score(input, output, expected=None):
     n = eval(input["n"], {"random": random.Random(input["seed"])})

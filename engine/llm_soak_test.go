@@ -66,10 +66,9 @@ def score(input, output, expected=None):
     verdict = llm("Judge.", input=f"case={input['n']} fault={input['fault']}")
     return (1.0 if verdict.startswith("PASS") else 0.0), {"feedback": verdict}
 `)
-	// A 500 and its one retry fit well inside the time limit. One
-	// interpreter: Workers is per interpreter, and the timings here are
-	// tuned for 64 workers in all.
-	e := open(t, Options{Metric: metric, LLM: client, Workers: 64, Interpreters: 1, Timeout: time.Second})
+	// A 500 and its one retry fit well inside the time limit; the timings
+	// here are tuned for 64 threads.
+	e := open(t, Options{Metric: metric, LLM: client, Threads: 64, Timeout: time.Second})
 	faults := []string{"none", "none", "none", "none", "none", "none", "429", "500", "malformed", "hang"}
 	want := map[string]int{}
 	cases := func(from, to int) func(func(Case) bool) {

@@ -125,7 +125,7 @@ func TestJudgeMetric(t *testing.T) {
 // cases of 50 ms each take about 4 x 50 ms, not 32 x 50 ms.
 func TestModelCallsRunConcurrently(t *testing.T) {
 	j := newJudge(t, 50*time.Millisecond)
-	e := open(t, Options{Metric: "../testdata/judge/metric.py", LLM: judgeClient(t, j), Workers: 8})
+	e := open(t, Options{Metric: "../testdata/judge/metric.py", LLM: judgeClient(t, j), Threads: 8})
 	cases := make([]Case, 32)
 	for i := range cases {
 		cases[i] = Case{ID: fmt.Sprint(i), Input: map[string]any{"question": "2+2?"}, Output: "4"}

@@ -1,5 +1,7 @@
 # Loads a metric file and reads its score signature (package engine).
 # Runs only at load time, never on the hot path.
+import _thread
+import functools
 import importlib.util
 import inspect
 import os
@@ -102,3 +104,88 @@ def run_arity(module):
     if kw_required or len(required) > 2 or (len(positional) < 2 and not var_positional):
         return [0, f"found run{sig}: run must take (artifact, input)"]
     return [2, f"run{sig}: called with (artifact, input)"]
+
+
+# Signal handlers (main-thread engines only). signal.signal works on the main
+# thread alone; elsewhere it raises ValueError, which graders often swallow
+# into a score of 0. The wrapper records where each watched file (a metric or
+# program) first set one, so the engine can warn when it scores on several
+# threads. It behaves as signal.signal otherwise: same result, same errors.
+_watched = {}       # file -> how many engines watch it
+_signal_uses = {}   # file (None: no watched file on the stack) -> [where, via, main thread]
+_main_ident = None  # the main thread, where watch_signals is first called
+_stdlib = ()        # the standard library's folders
+
+
+def watch_signals(path):
+    global _main_ident, _stdlib
+    _watched[path] = _watched.get(path, 0) + 1
+    import signal
+    if getattr(signal.signal, "_skynet_watched", False):
+        return
+    import sysconfig
+    _main_ident = _thread.get_ident()
+    paths = sysconfig.get_paths()
+    _stdlib = tuple({os.path.join(paths[k], "") for k in ("stdlib", "platstdlib") if k in paths})
+    original = signal.signal
+
+    @functools.wraps(original)
+    def watched(*args, **kwargs):
+        try:
+            _note_signal(sys._getframe(1))
+        except Exception:
+            pass  # never at the cost of the call
+        return original(*args, **kwargs)
+
+    watched._skynet_watched = True
+    signal.signal = watched
+
+
+def unwatch_signals(*paths):
+    for path in paths:
+        if path in _watched:
+            _watched[path] -= 1
+            if _watched[path] == 0:
+                del _watched[path]
+                _signal_uses.pop(path, None)
+
+
+def signal_use(*paths):
+    """The first signal.signal call of any of paths, else one no watched file made, or None."""
+    for key in [p for p in paths if p] + [None]:
+        if key in _signal_uses:
+            return _signal_uses[key]
+    return None
+
+
+def _in_stdlib(path):
+    if path.startswith("<"):  # frozen modules
+        return True
+    return path.startswith(_stdlib) and "-packages" + os.sep not in path
+
+
+def _where(frame):
+    path = frame.f_code.co_filename
+    name = os.path.basename(path)
+    if path not in _watched:
+        # Relative to the sys.path entry it came from: math_verify/utils.py, not utils.py.
+        roots = [os.path.join(os.path.abspath(e or "."), "") for e in sys.path if isinstance(e, str)]
+        rels = [path[len(r):] for r in roots if path.startswith(r)]
+        if rels:
+            name = min(rels, key=len)
+    return f"{name}:{frame.f_lineno}"
+
+
+def _note_signal(caller):
+    main = _thread.get_ident() == _main_ident
+    if main and _in_stdlib(caller.f_code.co_filename):
+        return  # the standard library checks the thread first (asyncio.run)
+    frame = caller
+    while frame is not None and frame.f_code.co_filename not in _watched:
+        frame = frame.f_back
+    key = frame.f_code.co_filename if frame is not None else None
+    if key in _signal_uses:
+        return
+    via = _where(caller)
+    where = _where(frame) if frame is not None else via
+    _signal_uses[key] = [where, via if via != where else "", main]

@@ -16,9 +16,9 @@ const (
 	CheckRunSignature = "run signature"
 )
 
-// loadProgram imports program.py into the main interpreter and checks
-// run(artifact, input). Its GIL is held.
-func (e *Engine) loadProgram(g *cpython.GIL, py *pyInterp, shown string) error {
+// loadProgram imports program.py and checks run(artifact, input). The GIL
+// is held.
+func (e *Engine) loadProgram(g *cpython.GIL, py *pyMetric, shown string) error {
 	path, err := filepath.Abs(shown)
 	if err != nil {
 		return e.fail(Check{Name: CheckProgramLoads, Message: err.Error()})
@@ -34,6 +34,11 @@ func (e *Engine) loadProgram(g *cpython.GIL, py *pyInterp, shown string) error {
 	}
 	e.program = moduleName("program", path)
 	e.programPath = path
+	if e.mainThread {
+		if _, err := e.loaderCall(g, py, "watch_signals", path); err != nil {
+			return fmt.Errorf("engine: %w", err)
+		}
+	}
 	if py.pmod, err = e.importFile(g, py, path, e.program, shown, CheckProgramLoads); err != nil {
 		return err
 	}
@@ -53,7 +58,7 @@ func (e *Engine) loadProgram(g *cpython.GIL, py *pyInterp, shown string) error {
 // Results come in input order with their index, with Result.Output set.
 // A run that raises or overruns RunTimeout gives an error of kind run.
 func (e *Engine) Evaluate(ctx context.Context, artifact any, cases iter.Seq[Case]) iter.Seq2[int, Result] {
-	if e.main.run == nil {
+	if e.py.run == nil {
 		return func(yield func(int, Result) bool) {
 			i := 0
 			for c := range cases {

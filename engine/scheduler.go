@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"sync"
@@ -29,10 +30,10 @@ import (
 const (
 	maxBatch    = 64
 	batchBudget = 200 * time.Microsecond
-	// With one worker per interpreter no other thread waits for its GIL, so
-	// a batch may run longer: fewer cgo crossings and OS-thread hops per
-	// case for metrics that do real work (difflib: 0.94x the time, faster
-	// in 27 of 40 alternated pairs).
+	// With one worker no other thread waits for the GIL, so a batch may run
+	// longer: fewer cgo crossings and OS-thread hops per case for metrics
+	// that do real work (difflib: 0.94x the time, faster in 27 of 40
+	// alternated pairs).
 	soloBudget     = 5 * time.Millisecond
 	watchdogTick   = 5 * time.Millisecond
 	interruptGrace = 500 * time.Millisecond
@@ -291,16 +292,18 @@ type batchRun struct {
 	tokenBase   uint64
 	interrupted []time.Time     // watchdog only
 	intDone     []chan struct{} // closed when the interrupt got the GIL
+	stuck       int             // 1 + the case the watchdog gave up on, on the main thread (watchdog only)
 }
 
-// worker is a goroutine that scores batches with its own Caller, in one
-// interpreter.
+// worker scores batches with its own Caller, on a goroutine of its own or,
+// for a MainThread engine's first, on the main thread.
 type worker struct {
-	py      *pyInterp
+	py      *pyMetric
 	caller  *cpython.Caller
 	slot    *skynetmod.Slot // the batch's observations, for the skynet module
 	retired atomic.Bool     // replaced after a stuck call; exits when it returns
-	pinned  bool            // locked to its OS thread (pin)
+	main    bool            // runs on the main thread (Options.MainThread): never replaced
+	pinned  bool            // locked to its OS thread (pin); the main thread's always is
 	mu      sync.Mutex      // guards run against the batch being freed
 	run     *batchRun
 
@@ -309,18 +312,31 @@ type worker struct {
 	obs  []*Observation
 }
 
-func (e *Engine) startWorker(py *pyInterp) error {
-	c, err := py.in.NewCaller(e.logsLimit)
+// startWorker starts a scoring worker: on the main thread (through
+// cpython.OnMainThread) for the first of a MainThread engine, else on a
+// goroutine of its own.
+func (e *Engine) startWorker(main bool) error {
+	c, err := cpython.NewCaller(e.logsLimit)
 	if err != nil {
 		return fmt.Errorf("engine: %w", err)
 	}
-	w := &worker{py: py, caller: c, slot: skynetmod.NewSlot()}
+	w := &worker{py: e.py, caller: c, slot: skynetmod.NewSlot(), main: main, pinned: main}
 	w.slot.SetModel(func(i int, inRun bool, req llm.Request) (string, error) { return e.callModel(w, i, inRun, req) })
 	e.poolMu.Lock()
 	e.pool = append(e.pool, w)
 	e.poolMu.Unlock()
 	e.workers.Add(1)
-	go e.workerLoop(w)
+	if !main {
+		go e.workerLoop(w)
+		return nil
+	}
+	if !cpython.OnMainThread(func() { e.workerLoop(w) }) {
+		e.removeWorker(w)
+		e.workers.Done()
+		w.slot.Close()
+		c.Close()
+		return errors.New("engine: MainThread: the main thread already scores for another engine (one per process at a time)")
+	}
 	return nil
 }
 
@@ -330,7 +346,7 @@ func (e *Engine) startWorker(py *pyInterp) error {
 // 1.10-1.20x unpinned). Fast metrics run unpinned: a pinned goroutine's
 // hand-offs cost a thread switch each.
 func (w *worker) pin(on bool) {
-	if on == w.pinned {
+	if w.main || on == w.pinned {
 		return
 	}
 	if on {
@@ -374,10 +390,6 @@ func (e *Engine) workerLoop(w *worker) {
 				}
 			}
 			e.noteIdle(time.Since(idle))
-		}
-		if w.retired.Load() { // its interpreter may no longer score (refuseSubs)
-			e.requeue(first.jobs)
-			return
 		}
 		w.pin(e.slowCases())
 		if first.group != nil && len(first.jobs) <= e.batchSize() {
@@ -426,7 +438,7 @@ func (e *Engine) poll() *parcel {
 
 // slowCases reports that cases take long enough (model calls, a metric doing
 // real work) that nothing waiting for them should spin: a spinning waiter
-// takes CPU from the interpreters scoring them, and a wake-up is cheap
+// takes CPU from the threads scoring them, and a wake-up is cheap
 // beside a case.
 func (e *Engine) slowCases() bool { return time.Duration(e.avgCase.Load()) > spinFor/8 }
 
@@ -698,9 +710,6 @@ func (e *Engine) runBatch(w *worker, br *batchRun, args *cpython.BatchArgs, obs 
 		}
 	}
 	e.scoreCalls.Add(int64(max(calls, 0)))
-	if br.b.Refused() {
-		e.refuseSubs(w.caller.Refusal())
-	}
 	restoreCwd()
 	w.mu.Lock()
 	w.run = nil
@@ -873,8 +882,10 @@ func (br *batchRun) stop(i int) {
 
 // watchdog times out the running case of each worker's batch: it delivers the
 // timeout at once, interrupts the call, and if the call does not unwind within
-// interruptGrace (blocked in sleep, I/O or C code) it retires the worker,
-// hands its unstarted cases to others and starts a replacement.
+// interruptGrace (blocked in sleep, I/O or C code) it hands the batch's
+// unstarted cases to other workers and retires the worker for a replacement;
+// the main thread's worker, which nothing in the process can replace, is
+// reported stuck instead (Wedged).
 func (e *Engine) watchdog() {
 	tick := time.NewTicker(watchdogTick)
 	defer tick.Stop()
@@ -890,6 +901,7 @@ func (e *Engine) watchdog() {
 		for _, w := range pool {
 			e.watch(w)
 		}
+		e.reviewWedge()
 	}
 }
 
@@ -905,7 +917,7 @@ func (e *Engine) watch(w *worker) {
 	if cur >= 0 && br.jobs[cur].program && br.b.Running() {
 		limit, kind, what = e.runTimeout, KindRun, "run"
 	}
-	if cur < 0 || running < limit {
+	if cur < 0 || running < limit || br.stuck == cur+1 {
 		return
 	}
 	now := time.Now()
@@ -927,50 +939,116 @@ func (e *Engine) watch(w *worker) {
 	if now.Sub(br.interrupted[cur]) < interruptGrace {
 		return
 	}
+	holdsGIL := false
 	select {
 	case <-br.intDone[cur]:
 	default:
-		// The interrupt is still waiting for the GIL: C code holds it.
-		e.noteWedge(br.jobs[cur].id, br.interrupted[cur], br.intDone[cur])
+		holdsGIL = true // the interrupt is still waiting for the GIL: C code holds it
 	}
-	// Stuck outside Python bytecode: give up on this worker.
-	w.retired.Store(true)
+	// Stuck outside Python bytecode: its other cases go to other workers.
 	for i, j := range br.jobs[:cur] {
 		if br.b.State(i) == cpython.SlotDone {
 			j.deliver(slotOutcome(br.b, i, j.program, e.str))
 		}
 	}
 	e.requeue(br.takeBackUnstarted())
+	if w.main {
+		br.stuck = cur + 1
+		e.noteWedge(&wedge{Wedge: Wedge{CaseID: br.jobs[cur].id, Since: br.interrupted[cur], HoldsGIL: holdsGIL},
+			w: w, br: br, cur: cur, released: br.intDone[cur]})
+		return
+	}
+	if holdsGIL {
+		e.noteWedge(&wedge{Wedge: Wedge{CaseID: br.jobs[cur].id, Since: br.interrupted[cur], HoldsGIL: true},
+			released: br.intDone[cur]})
+	}
+	w.retired.Store(true)
 	if !e.closed.Load() {
-		e.startWorker(w.py)
+		e.startWorker(false)
 	}
 }
 
-// Wedge says which case holds the interpreter: it is stuck in C code that
-// keeps the GIL (a catastrophic regex, a C extension's loop), so no Python
-// runs anywhere until it returns, and it cannot be interrupted.
+// Wedge says which case's call is stuck past its timeout in a way only
+// ending the process can undo. Either C code holds the GIL (a catastrophic
+// regex, a C extension's loop), so no Python runs anywhere until it returns,
+// and it cannot be interrupted; or, with Options.MainThread, the call holds
+// the main thread, blocked outside Python bytecode (a sleep, a socket read,
+// C code that released the GIL), and the main thread's worker cannot be
+// replaced within the process: other threads (Threads > 1) go on scoring,
+// but nothing can use the main thread until it returns.
 type Wedge struct {
 	CaseID string    // the case whose score (or run) call is stuck
 	Since  time.Time // when the case timed out
+	// HoldsGIL says C code holds the GIL; false: the call is blocked
+	// outside Python bytecode on the main thread.
+	HoldsGIL bool
 }
 
-func (e *Engine) noteWedge(id string, since time.Time, released <-chan struct{}) {
-	w := &Wedge{CaseID: id, Since: since}
-	if !e.wedge.CompareAndSwap(nil, w) {
+// Why says what holds what, for a message about the case.
+func (w Wedge) Why() string {
+	if w.HoldsGIL {
+		return "its call is stuck in C code that holds the GIL (no Python runs until it returns)"
+	}
+	return "its call is blocked outside Python bytecode (a sleep, I/O or C code) on the main thread, whose worker cannot be replaced in this process"
+}
+
+// wedge is a reported Wedge and what clears it: released closing (the
+// interrupt got the GIL) for another thread's worker, whose replacement
+// already scores; the case ending for the main thread's worker w.
+type wedge struct {
+	Wedge
+	w        *worker // the main thread's worker, or nil
+	br       *batchRun
+	cur      int
+	released <-chan struct{}
+}
+
+func (e *Engine) noteWedge(w *wedge) {
+	e.wedge.CompareAndSwap(nil, w)
+}
+
+// reviewWedge clears the reported wedge once it is over, or notes that the
+// main thread's stuck call let go of the GIL. Watchdog only.
+func (e *Engine) reviewWedge() {
+	wg := e.wedge.Load()
+	if wg == nil {
 		return
 	}
-	go func() {
-		<-released
-		e.wedge.CompareAndSwap(w, nil)
-	}()
+	released := false
+	select {
+	case <-wg.released:
+		released = true
+	default:
+	}
+	if wg.w == nil {
+		if released {
+			e.wedge.CompareAndSwap(wg, nil)
+		}
+		return
+	}
+	wg.w.mu.Lock()
+	over := wg.w.run != wg.br // the batch ended (and may be freed): so did the case
+	if !over {
+		cur, _ := wg.br.b.Current()
+		over = cur != wg.cur
+	}
+	wg.w.mu.Unlock()
+	switch {
+	case over:
+		e.wedge.CompareAndSwap(wg, nil)
+	case released && wg.HoldsGIL:
+		next := *wg
+		next.HoldsGIL = false
+		e.wedge.CompareAndSwap(wg, &next)
+	}
 }
 
-// Wedged reports the case that holds the interpreter, if one does: no other
-// case makes progress until it returns, so a caller may give up on the
-// process (the skynet command restarts its Python child).
+// Wedged reports the case whose stuck call only ending the process can
+// undo, if there is one (see Wedge): a caller may give up on the process
+// (the skynet command restarts its Python child).
 func (e *Engine) Wedged() (Wedge, bool) {
 	if w := e.wedge.Load(); w != nil {
-		return *w, true
+		return w.Wedge, true
 	}
 	return Wedge{}, false
 }

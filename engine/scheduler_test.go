@@ -74,7 +74,7 @@ func TestWholeParcelLeftovers(t *testing.T) {
 // TestConcurrentStreamsAndScores mixes streams and single calls on a pool of
 // workers (run under -race by make test).
 func TestConcurrentStreamsAndScores(t *testing.T) {
-	e := open(t, Options{Metric: writeMetric(t, echoMetric), Workers: 3})
+	e := open(t, Options{Metric: writeMetric(t, echoMetric), Threads: 3})
 	var wg sync.WaitGroup
 	for s := 0; s < 3; s++ {
 		wg.Add(1)
@@ -216,7 +216,7 @@ def score(input, output, expected=None):
 // have started (each case notes its start in a file).
 func TestSlowStreamYieldsEachResult(t *testing.T) {
 	started := filepath.Join(t.TempDir(), "started")
-	e := open(t, Options{Interpreters: 1, Metric: writeMetric(t, fmt.Sprintf(`
+	e := open(t, Options{Metric: writeMetric(t, fmt.Sprintf(`
 import time
 def score(input, output, expected=None):
     with open(%q, "a") as f:

@@ -73,6 +73,10 @@ type Config struct {
 	// models, and of the metric model when CacheMetric is set. Hits cost 0.
 	Cache       *Cache
 	CacheMetric bool // let the metric model's temperature-0 calls use Cache too
+	// Forward, if set, makes each call instead of the endpoint: a worker
+	// process hands its calls to the process that owns the real client (its
+	// limits, cache, key and counts). Calls are still counted here.
+	Forward func(ctx context.Context, role Role, req Request) (Reply, error)
 }
 
 // ConfigFromEnv fills a Config from SKYNET_METRIC_MODEL, SKYNET_REFLECTION_MODEL,
@@ -341,7 +345,13 @@ func (c *Client) Call(ctx context.Context, role Role, req Request) (Reply, error
 	}
 	k := c.stats[role]
 	k.calls.Add(1)
-	reply, err := c.call(ctx, model, req, k, c.cacheable(role, req))
+	var reply Reply
+	var err error
+	if c.cfg.Forward != nil {
+		reply, err = c.cfg.Forward(ctx, role, req)
+	} else {
+		reply, err = c.call(ctx, model, req, k, c.cacheable(role, req))
+	}
 	if err != nil {
 		k.failures.Add(1)
 		return reply, err

@@ -101,8 +101,8 @@ static PyObject *sk_reward(PyObject *self, PyObject *args, PyObject *kwargs) {
     return res;
 }
 
-// Each interpreter imports its own skynet module; what it keeps is in the
-// module's state, never in C globals shared between interpreters.
+// What the module keeps is in its state, not in C globals, as multi-phase
+// init (PEP 489) expects.
 typedef struct {
     PyObject *llm_error; // skynet.LLMError
     int frozen;          // read-only once initialised (skynet_setattro)
@@ -252,8 +252,8 @@ static int skynet_setattro(PyObject *m, PyObject *name, PyObject *value) {
     return PyObject_GenericSetAttr(m, name, value);
 }
 
-// The module's type is a heap type made per interpreter: static types
-// cannot be shared between interpreters that have their own GILs.
+// The module is an instance of a heap type made when it is created
+// (skynet_create): its own __setattr__ keeps it read-only.
 static PyType_Slot skynet_type_slots[] = {
     {Py_tp_setattro, skynet_setattro},
     {Py_tp_doc, "The skynet module (read-only)."},

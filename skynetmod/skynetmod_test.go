@@ -47,7 +47,7 @@ func ptr[T any](v T) *T { return &v }
 // call runs fn() as a case with obs as its observation.
 func call(t *testing.T, fn *cpython.Object, obs *Observation) (any, error) {
 	t.Helper()
-	c, err := cpython.Main().NewCaller(1 << 10)
+	c, err := cpython.NewCaller(1 << 10)
 	require.NoError(t, err)
 	defer c.Close()
 	slot := NewSlot()
@@ -80,7 +80,7 @@ def f():
 
 func TestOutsideACaseIsAnError(t *testing.T) {
 	fn := function(t, "f", "import skynet\ndef f():\n    return skynet.observation()\n")
-	c, err := cpython.Main().NewCaller(0)
+	c, err := cpython.NewCaller(0)
 	require.NoError(t, err)
 	defer c.Close()
 	_, err = c.Call(fn, nil, 0, 0, false, 0)
@@ -202,7 +202,7 @@ def f():
     return out
 `)
 	var got []llm.Request
-	c, err := cpython.Main().NewCaller(0)
+	c, err := cpython.NewCaller(0)
 	require.NoError(t, err)
 	defer c.Close()
 	slot := NewSlot()
@@ -243,7 +243,7 @@ def f(stub):
 `)
 	var e cpython.Encoder
 	require.NoError(t, e.Value(Stub))
-	c, err := cpython.Main().NewCaller(0)
+	c, err := cpython.NewCaller(0)
 	require.NoError(t, err)
 	defer c.Close()
 	v, err := c.Call(fn, e.Bytes(), 1, 0, false, 0)
@@ -292,61 +292,4 @@ def f():
 		1.0, int64(1), // GEPA's second call on the same gold and prediction is remembered
 		0.5,
 	}, v)
-}
-
-// The module works the same in a sub-interpreter, with its own state: its
-// LLMError, its read-only flag, the case's observation and model calls.
-func TestModuleInSubInterpreter(t *testing.T) {
-	if !cpython.SubInterpreters() {
-		t.Skipf("CPython %s has no per-interpreter GIL", cpython.PythonVersion())
-	}
-	sub, err := cpython.NewInterp()
-	require.NoError(t, err)
-	src := `
-import skynet
-def f():
-    out = [skynet.observation()["run_ms"], skynet.llm("Judge.", input="x")]
-    try:
-        skynet.llm("fail please")
-    except skynet.LLMError as exc:
-        out.append(type(exc).__module__ + "." + type(exc).__name__)
-    try:
-        skynet.observation = None
-    except AttributeError as exc:
-        out.append(str(exc))
-    out.append(id(skynet.LLMError))
-    return out
-`
-	var results [][]any
-	for _, in := range []*cpython.Interp{cpython.Main(), sub} {
-		var fn *cpython.Object
-		require.NoError(t, in.WithGIL(func(g *cpython.GIL) {
-			moduleSeq++
-			mod, err := g.ExecModule("skynetmod_test_"+strings.Repeat("x", moduleSeq), "<metric>", src)
-			require.NoError(t, err)
-			fn, err = g.Attr(mod, "f")
-			require.NoError(t, err)
-			g.Release(mod)
-		}))
-		c, err := in.NewCaller(0)
-		require.NoError(t, err)
-		slot := NewSlot()
-		slot.Set([]*Observation{{RunMS: ptr(42.0)}})
-		slot.SetModel(func(i int, inRun bool, req llm.Request) (string, error) {
-			if req.Instructions == "fail please" {
-				return "", &llm.Error{Model: "m/x", Attempts: 1, Status: 500, Msg: "boom"}
-			}
-			return "PASS " + req.Input, nil
-		})
-		v, err := c.Call(fn, nil, 0, cpython.NewTokens(1), false, slot.Handle())
-		slot.Close()
-		c.Close()
-		require.NoError(t, err)
-		results = append(results, v.([]any))
-	}
-	for _, r := range results {
-		assert.Equal(t, []any{42.0, "PASS x", "skynet.LLMError",
-			"the skynet module is read-only: cannot replace skynet.observation (measurements live in the host)"}, r[:4])
-	}
-	assert.NotEqual(t, results[0][4], results[1][4], "each interpreter has its own LLMError")
 }

@@ -102,7 +102,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	file := fs.String("file", "", "also compare `skynet score` on this JSONL file with the plain Python script")
 	runs := fs.Int("runs", 3, "runs; each figure is the median")
 	workers := fs.Int("workers", 1, "engine workers (per interpreter)")
-	interps := addInterpretersFlag(fs)
+	addInterpretersFlag(fs) // TODO(pool): --interpreters is parsed but no longer used: sub-interpreters are gone.
 	fileOnly := fs.Bool("file-only", false, "with --file, run only the file paths (for metrics too slow for the per-case baselines)")
 	python := fs.String("python", "", "python3 for the subprocess baselines (default: the embedded CPython's own executable)")
 	workerTimeout := fs.Duration("worker-timeout", defaultWorkerTimeout,
@@ -133,16 +133,13 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "skynet bench: %v\n", err)
 		return exitUsage
 	}
-	e, err := engine.Open(engine.Options{Metric: *metric, Workers: *workers, Interpreters: int(*interps)})
+	e, err := engine.Open(engine.Options{Metric: *metric, Threads: *workers})
 	if err != nil {
 		fmt.Fprintf(stderr, "skynet bench: %v\n", err)
 		return exitCheck
 	}
 	defer e.Close()
-	if why := e.Fallback(); why != "" {
-		fmt.Fprintf(stderr, "skynet bench: %s\n", why)
-	}
-	nInterps := e.Interpreters()
+	nInterps := 1 // TODO(pool): one interpreter per process; the report's interpreter fields stay until the CLI is reworked
 	if *python == "" {
 		if *python, err = embeddedPython(); err != nil {
 			fmt.Fprintf(stderr, "skynet bench: %v\n", err)

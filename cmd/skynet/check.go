@@ -23,7 +23,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	samples := fs.Int("samples", engine.DefaultSamples, "number of sample cases to call score on")
 	asJSON := fs.Bool("json", false, `print {"ok": bool, "checks": [...]} as JSON`)
 	timeout := fs.Duration("timeout", engine.DefaultTimeout, "time limit per score call (at most 600s)")
-	interps := addInterpretersFlag(fs)
+	addInterpretersFlag(fs) // TODO(pool): --interpreters is parsed but no longer used: sub-interpreters are gone.
 	loadTimeout := fs.Duration("load-timeout", engine.DefaultTimeout, "time limit for loading the metric: importing it, checking it")
 	models := addModelFlags(fs)
 	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
@@ -38,7 +38,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "skynet check: %v\n", err)
 		return exitUsage
 	}
-	opts := engine.Options{Metric: *metric, Samples: *samples, Timeout: *timeout, Interpreters: int(*interps)}
+	opts := engine.Options{Metric: *metric, Samples: *samples, Timeout: *timeout}
 	var checks []engine.Check
 	if child, _ := isChild(); child {
 		return serveCheck(opts, models, cases)

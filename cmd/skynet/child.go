@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
-	"fmt"
 	"iter"
 	"os"
 	"syscall"
@@ -49,7 +48,7 @@ func serveChild(job childJob) int {
 	syscall.CloseOnExec(4)
 	in, out := os.NewFile(3, "cases"), os.NewFile(4, "results")
 	if solo {
-		job.opts.Interpreters, job.opts.Workers = 1, 1
+		job.opts.Threads = 1
 	}
 	var client *llm.Client
 	var sent []byte
@@ -145,9 +144,6 @@ func serveChild(job childJob) int {
 		for _, r := range job.results(e, ctx, all) {
 			fw.addResult(r, job.withRun)
 		}
-	}
-	if why := e.Fallback(); why != "" { // known once the sub-interpreters tried to load the metric
-		fmt.Fprintf(os.Stderr, "skynet %s: %s\n", job.cmd, why)
 	}
 	cancel()
 	if err := fw.close(frameDone, nil); err != nil {

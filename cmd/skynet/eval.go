@@ -32,7 +32,7 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 	timeout := fs.Duration("timeout", engine.DefaultTimeout, "time limit per score call (at most 600s)")
 	runTimeout := fs.Duration("run-timeout", 0, "time limit per run call (default: --timeout, at most 600s)")
 	workers := fs.Int("workers", 1, "Python worker threads (more help when run or score wait on models)")
-	interps := addInterpretersFlag(fs)
+	addInterpretersFlag(fs) // TODO(pool): --interpreters is parsed but no longer used: sub-interpreters are gone.
 	svFlags := addSupervisorFlags(fs)
 	sf := addShardFlags(fs)
 	models := addModelFlags(fs)
@@ -71,7 +71,7 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 	}
 	artifactText := strings.TrimRight(string(artifact), "\n")
 	opts := engine.Options{Metric: *metric, Program: *program, Timeout: *timeout, RunTimeout: *runTimeout,
-		Workers: *workers, Interpreters: int(*interps)}
+		Threads: *workers}
 	if child, _ := isChild(); child {
 		// The child reads the same dataset; the parent sends indices into it.
 		return serveChild(childJob{cmd: "eval", models: models, opts: opts, withRun: true,

@@ -53,7 +53,7 @@ func runScore(args []string, stdout, stderr io.Writer) int {
 	resume := fs.Bool("resume", false, "continue an interrupted run: keep --out's finished results and score only the rest")
 	timeout := fs.Duration("timeout", engine.DefaultTimeout, "time limit per score call (at most 600s)")
 	workers := fs.Int("workers", 1, "Python worker threads (more help only when score waits on llm(); see README)")
-	interps := addInterpretersFlag(fs)
+	addInterpretersFlag(fs) // TODO(pool): --interpreters is parsed but no longer used: sub-interpreters are gone.
 	sv := addSupervisorFlags(fs)
 	sf := addShardFlags(fs)
 	models := addModelFlags(fs)
@@ -64,7 +64,7 @@ func runScore(args []string, stdout, stderr io.Writer) int {
 		caseFile(stderr, "score", *data) {
 		return exitUsage
 	}
-	opts := engine.Options{Metric: *metric, Timeout: *timeout, Workers: *workers, Interpreters: int(*interps)}
+	opts := engine.Options{Metric: *metric, Timeout: *timeout, Threads: *workers}
 	if child, _ := isChild(); child {
 		return serveChild(childJob{cmd: "score", models: models, opts: opts,
 			caseOf: func(n int, raw []byte) engine.Case {

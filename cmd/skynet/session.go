@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"github.com/skynetml/skynet/cpython"
 	"hash/maphash"
 	"io"
 	"strconv"
@@ -148,9 +147,12 @@ func (s *idSet) add(id string, line int) (prev int, dup bool) {
 	return 0, false
 }
 
-// interpreters is the --interpreters flag: "auto" (0: one per CPU on
-// CPython 3.12+, else 1) or a count.
+// interpreters is the --interpreters flag: "auto" (0) or a count up to
+// maxInterpreters. TODO(pool): no longer passed to the engine, which scores
+// in the one interpreter of its process; the CLI's flags are being reworked.
 type interpreters int
+
+const maxInterpreters = 64
 
 func (n *interpreters) String() string {
 	if *n == 0 {
@@ -165,8 +167,8 @@ func (n *interpreters) Set(s string) error {
 		return nil
 	}
 	v, err := strconv.Atoi(s)
-	if err != nil || v < 1 || v > cpython.MaxInterpreters {
-		return fmt.Errorf(`want "auto" or a count from 1 to %d`, cpython.MaxInterpreters)
+	if err != nil || v < 1 || v > maxInterpreters {
+		return fmt.Errorf(`want "auto" or a count from 1 to %d`, maxInterpreters)
 	}
 	*n = interpreters(v)
 	return nil
