@@ -31,6 +31,10 @@ type Case struct {
 // whose message is err's.
 func InvalidCase(id string, err error) Case { return Case{ID: id, invalid: err} }
 
+// Invalid is why the case could not be read (InvalidCase's error), or nil:
+// scoring it gives a KindInput result with this message.
+func (c Case) Invalid() error { return c.invalid }
+
 // Observation is what was measured for a case; nil fields were not
 // measured. Its fields are RunMS and CostUSD (*float64: milliseconds, US
 // dollars), and ModelCalls, InputTokens and OutputTokens (*int64); see go doc

@@ -364,6 +364,7 @@ func (e *Engine) load(th *cpython.GIL, py *pyMetric, shown string) error {
 		if _, err := e.loaderCall(th, py, "watch_signals", e.path); err != nil {
 			return fmt.Errorf("engine: %w", err)
 		}
+		e.module = e.stemName(th, py, e.path, e.module)
 	}
 	if py.mod, err = e.importFile(th, py, e.path, e.module, shown, CheckLoads); err != nil {
 		return err
@@ -419,6 +420,20 @@ func loaderOf(g *cpython.GIL) (*cpython.Object, error) {
 		}
 	}
 	return loader, loaderErr
+}
+
+// stemName is the name `import metric` would give path ("metric" for
+// metric.py) when a MainThread engine, the one metric of its process, can
+// take it: no module has it and it finds no other file. Then code that
+// refers to the metric's module by name works as under python3 script.py:
+// multiprocessing's spawn children import it, pickle finds its classes.
+// Else fallback, a name of its own.
+func (e *Engine) stemName(g *cpython.GIL, py *pyMetric, path, fallback string) string {
+	v, err := e.loaderCall(g, py, "stem_name", path)
+	if s, ok := v.(string); err == nil && ok && s != "" {
+		return s
+	}
+	return fallback
 }
 
 // loadFile loads a file as module name.

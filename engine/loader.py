@@ -27,6 +27,24 @@ def load(path, name):
     return module
 
 
+def stem_name(path):
+    """path's file stem when `import stem` would load path itself, else None."""
+    path = os.path.abspath(path)
+    stem = os.path.splitext(os.path.basename(path))[0]
+    if not stem.isidentifier() or stem in sys.modules:
+        return None
+    folder = os.path.dirname(path)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    try:
+        spec = importlib.util.find_spec(stem)
+    except Exception:
+        return None
+    if spec is None or not spec.origin or os.path.abspath(spec.origin) != path:
+        return None
+    return stem
+
+
 def unload(name):
     sys.modules.pop(name, None)
 

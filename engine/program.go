@@ -38,6 +38,7 @@ func (e *Engine) loadProgram(g *cpython.GIL, py *pyMetric, shown string) error {
 		if _, err := e.loaderCall(g, py, "watch_signals", path); err != nil {
 			return fmt.Errorf("engine: %w", err)
 		}
+		e.program = e.stemName(g, py, path, e.program)
 	}
 	if py.pmod, err = e.importFile(g, py, path, e.program, shown, CheckProgramLoads); err != nil {
 		return err

@@ -8,11 +8,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
-	"syscall"
-	"time"
 
 	"github.com/skynetml/skynet/engine"
+	"github.com/skynetml/skynet/pool"
 )
 
 func runCheck(args []string, stdout, stderr io.Writer) int {
@@ -23,8 +21,8 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	samples := fs.Int("samples", engine.DefaultSamples, "number of sample cases to call score on")
 	asJSON := fs.Bool("json", false, `print {"ok": bool, "checks": [...]} as JSON`)
 	timeout := fs.Duration("timeout", engine.DefaultTimeout, "time limit per score call (at most 600s)")
-	addInterpretersFlag(fs) // TODO(pool): --interpreters is parsed but no longer used: sub-interpreters are gone.
-	loadTimeout := fs.Duration("load-timeout", engine.DefaultTimeout, "time limit for loading the metric: importing it, checking it")
+	sv := &supervisorFlags{loadTimeout: fs.Duration("load-timeout", engine.DefaultTimeout, "time limit for loading the metric: importing it, checking it")}
+	sv.addPoolFlags(fs)
 	models := addModelFlags(fs)
 	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
 		return code
@@ -38,14 +36,32 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "skynet check: %v\n", err)
 		return exitUsage
 	}
-	opts := engine.Options{Metric: *metric, Samples: *samples, Timeout: *timeout}
-	var checks []engine.Check
-	if child, _ := isChild(); child {
-		return serveCheck(opts, models, cases)
+	renamed(fs, stderr)
+	client, err := models.client()
+	if err != nil {
+		fmt.Fprintf(stderr, "skynet check: %v\n", err)
+		return exitUsage
 	}
-	checks, code := superviseCheck(args, stderr, *loadTimeout, time.Duration(len(cases))*(max(*timeout, time.Second)+killGrace))
-	if code != exitOK {
-		return code
+	defer client.Close()
+	// A worker process runs the check: a metric that crashes or hangs while
+	// loading, or on a sample case, fails a check instead of taking skynet
+	// check with it. One, unless --processes asks that more load it.
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "processes" || f.Name == "interpreters" })
+	if !given {
+		sv.processes = 1
+	}
+	opts := sv.poolOptions("check", engine.Options{Metric: *metric, Samples: *samples, Timeout: *timeout, LLM: client}, 0, stderr)
+	var checks []engine.Check
+	p, err := pool.Open(opts)
+	if ce, isCheck := errors.AsType[*engine.CheckError](err); isCheck {
+		checks = ce.Checks
+	} else if err != nil {
+		fmt.Fprintf(stderr, "skynet check: %v\n", err)
+		return exitUsage
+	} else {
+		checks = p.Check(context.Background(), cases)
+		p.Close()
 	}
 	ok := true
 	for _, c := range checks {
@@ -112,114 +128,3 @@ func readSamples(path string, n int) ([]engine.Case, error) {
 	return cases, nil
 }
 
-// serveCheck is skynet check's child process: it runs the checks and sends
-// them to the parent (a "hello" once the metric loaded, so the parent can
-// tell a slow load from a slow sample case).
-func serveCheck(opts engine.Options, models modelFlags, cases []engine.Case) int {
-	os.Unsetenv(childEnv)
-	syscall.CloseOnExec(3)
-	syscall.CloseOnExec(4)
-	fw := newFrameWriter(os.NewFile(4, "results"), nil)
-	client, err := models.client()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "skynet check: %v\n", err)
-		fw.close(frameFailed, []byte{exitUsage})
-		return exitUsage
-	}
-	defer client.Close()
-	opts.LLM = client
-	var checks []engine.Check
-	e, err := engine.Open(opts)
-	var ce *engine.CheckError
-	switch {
-	case errors.As(err, &ce):
-		checks = ce.Checks
-	case err != nil:
-		fmt.Fprintf(os.Stderr, "skynet check: %v\n", err)
-		fw.close(frameFailed, []byte{exitUsage})
-		return exitUsage
-	default:
-		fw.send(frameHello, nil)
-		checks = e.Check(context.Background(), cases)
-	}
-	b, err := json.Marshal(checks)
-	if err != nil {
-		return exitUsage
-	}
-	fw.close(frameChecks, b)
-	return exitOK
-}
-
-// superviseCheck runs the checks in a child process, so that a metric that
-// crashes or hangs while loading, or while scoring a sample case, fails a
-// check instead of taking skynet check with it. perCases bounds the sample
-// cases once the metric loaded.
-func superviseCheck(args []string, stderr io.Writer, loadTimeout, perCases time.Duration) ([]engine.Check, int) {
-	s := &supervisor{cmd: "check", args: append([]string{"check"}, args...), stderr: stderr}
-	c, err := s.start(false)
-	if err != nil {
-		fmt.Fprintf(stderr, "skynet check: starting the Python process: %v\n", err)
-		return nil, exitUsage
-	}
-	close(c.send) // check takes no cases from this side
-	var checks []engine.Check
-	var loadedAt time.Time
-	deadline := time.NewTimer(loadTimeout) // nothing in the child bounds a load
-	defer deadline.Stop()
-	var why string
-	frames := c.frames
-	for frames != nil {
-		select {
-		case m, ok := <-frames:
-			if !ok {
-				frames = nil
-				break
-			}
-			switch m.typ {
-			case frameHello:
-				loadedAt = time.Now()
-				deadline.Reset(perCases + killGrace)
-			case frameChecks:
-				if err := json.Unmarshal(m.payload, &checks); err != nil {
-					c.kill(fmt.Sprintf("%v: %v", errBadFrame, err))
-				}
-			case frameFailed:
-				if len(m.payload) > 0 {
-					c.failed = int(m.payload[0])
-				}
-			}
-		case <-deadline.C:
-			if loadedAt.IsZero() {
-				why = fmt.Sprintf("loading the metric did not finish within %s (--load-timeout)", loadTimeout)
-			} else {
-				why = fmt.Sprintf("the sample cases did not finish within %s", perCases)
-			}
-			c.kill(why)
-		}
-	}
-	<-c.exited
-	select {
-	case <-c.stderrIn:
-	case <-time.After(drainLimit):
-	}
-	switch {
-	case checks != nil && c.killed == "":
-		return checks, exitOK
-	case c.failed >= 0:
-		return nil, c.failed // the child said why on stderr
-	}
-	if why == "" {
-		why = c.deathReason("the metric")
-		if out := c.tail.lastOutput(); out != "" {
-			why += "; last output: " + out
-		}
-	}
-	if loadedAt.IsZero() {
-		if !strings.Contains(why, "did not finish") {
-			why += " while loading the metric"
-		}
-		return []engine.Check{{Name: engine.CheckLoads, Message: why}}, exitOK
-	}
-	return []engine.Check{{Name: engine.CheckLoads, OK: true, Message: "loaded"},
-		{Name: engine.CheckReturnValue, Message: why + " while scoring a sample case"}}, exitOK
-}

@@ -186,13 +186,13 @@ func TestResultsFlushedWhileASlowCaseRuns(t *testing.T) {
 func TestInterruptDuringRestarts(t *testing.T) {
 	dir := t.TempDir()
 	metric := writeFile(t, dir, "metric.py", "import os, time\ndef score(input, output, expected=None):\n    if input[\"n\"] % 3 == 0:\n        os._exit(9)\n    time.sleep(0.01)\n    return 1.0, {\"feedback\": \"ok\"}\n")
-	data := writeFile(t, dir, "cases.jsonl", casesText(60, "x"))
+	data := writeFile(t, dir, "cases.jsonl", casesText(240, "x"))
 	out := filepath.Join(dir, "results.jsonl")
 	cmd := exec.Command(skynetBin(t), "score", "--metric", metric, "--data", data, "--out", out, "--max-crashes", "100")
 	require.NoError(t, cmd.Start())
 	waitLines(t, out, 5)
 	assert.Equal(t, 130, signalAndWait(t, cmd, syscall.SIGINT))
-	checkPrefix(t, out, 60)
+	checkPrefix(t, out, 240)
 
 	res, err := exec.Command(skynetBin(t), "score", "--metric", metric, "--data", data, "--out", out, "--resume", "--max-crashes", "100").CombinedOutput()
 	var ee2 *exec.ExitError
@@ -210,7 +210,7 @@ func TestInterruptDuringRestarts(t *testing.T) {
 			assert.Nil(t, r.Error, r.ID)
 		}
 	}
-	require.Len(t, seen, 60)
+	require.Len(t, seen, 240)
 	for id, k := range seen {
 		assert.Equal(t, 1, k, id)
 	}

@@ -1,17 +1,16 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"iter"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/skynetml/skynet/engine"
+	"github.com/skynetml/skynet/pool"
 )
 
 func runEval(args []string, stdout, stderr io.Writer) int {
@@ -31,8 +30,6 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 	resume := fs.Bool("resume", false, "continue an interrupted run: keep --out's finished results and evaluate only the rest")
 	timeout := fs.Duration("timeout", engine.DefaultTimeout, "time limit per score call (at most 600s)")
 	runTimeout := fs.Duration("run-timeout", 0, "time limit per run call (default: --timeout, at most 600s)")
-	workers := fs.Int("workers", 1, "Python worker threads (more help when run or score wait on models)")
-	addInterpretersFlag(fs) // TODO(pool): --interpreters is parsed but no longer used: sub-interpreters are gone.
 	svFlags := addSupervisorFlags(fs)
 	sf := addShardFlags(fs)
 	models := addModelFlags(fs)
@@ -44,6 +41,7 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	sv := svFlags
+	renamed(fs, stderr)
 	artifact, err := os.ReadFile(*artifactPath)
 	if err != nil {
 		fmt.Fprintf(stderr, "skynet eval: artifact: %v\n", err)
@@ -70,21 +68,6 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	artifactText := strings.TrimRight(string(artifact), "\n")
-	opts := engine.Options{Metric: *metric, Program: *program, Timeout: *timeout, RunTimeout: *runTimeout,
-		Threads: *workers}
-	if child, _ := isChild(); child {
-		// The child reads the same dataset; the parent sends indices into it.
-		return serveChild(childJob{cmd: "eval", models: models, opts: opts, withRun: true,
-			caseOf: func(i int, _ []byte) engine.Case {
-				if i < 0 || i >= len(cases) {
-					return engine.InvalidCase(fmt.Sprint(i), fmt.Errorf("no row %d in the dataset", i))
-				}
-				return cases[i]
-			},
-			results: func(e *engine.Engine, ctx context.Context, cs iter.Seq[engine.Case]) iter.Seq2[int, engine.Result] {
-				return e.Evaluate(ctx, artifactText, cs)
-			}})
-	}
 	shard, err := sf.spec()
 	if err != nil {
 		fmt.Fprintf(stderr, "skynet eval: %v\n", err)
@@ -112,8 +95,16 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	entries, readErr := datasetEntries(cases, done, shard)
-	timeLimit := max(*timeout, *runTimeout)
-	s := sv.supervisor("eval", args, timeLimit, results, stderr)
+	client, err := models.client()
+	if err != nil {
+		fmt.Fprintf(stderr, "skynet eval: %v\n", err)
+		return exitUsage
+	}
+	defer client.Close()
+	opts := sv.poolOptions("eval", engine.Options{Metric: *metric, Program: *program, Timeout: *timeout,
+		RunTimeout: *runTimeout, LLM: client}, len(cases)-len(done), stderr)
+	s := sv.supervisor("eval", opts, client, results, stderr)
+	s.artifact = artifactText
 	s.entries, s.readErr, s.shard, s.kept = entries, readErr, shard, dest.kept
 	s.noCases = func() string {
 		return fmt.Sprintf("no row of %s could be read as a case (see the input errors in the results)", *data)
@@ -173,7 +164,20 @@ func datasetEntries(cases []engine.Case, done map[string]bool, shard shardSpec) 
 				return
 			}
 			if shard.takes(c.ID) && !done[c.ID] {
-				ch <- &entry{id: c.ID, line: i, obs: c.Observation}
+				e := &entry{id: c.ID, line: i + 1, obs: c.Observation}
+				c.Output = nil // run makes it
+				err := c.Invalid()
+				if err == nil {
+					e.raw, err = pool.CaseLine(c)
+					if err != nil {
+						err = fmt.Errorf("row %d: %v", i+1, err)
+					}
+				}
+				if err != nil {
+					msg := err.Error()
+					e.res = &engine.Result{ID: c.ID, Feedback: msg, Err: &engine.CaseError{Kind: engine.KindInput, Message: msg}, Observation: c.Observation}
+				}
+				ch <- e
 			}
 		}
 	}()

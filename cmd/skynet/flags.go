@@ -35,6 +35,7 @@ type intRange struct {
 
 var intRanges = map[string]intRange{
 	"samples":           {min: 1},
+	"threads":           {min: 1},
 	"workers":           {min: 1},
 	"max-crashes":       {min: 1},
 	"max-line-bytes":    {min: 1},
@@ -281,7 +282,7 @@ func wantsJSON(args []string) bool {
 // {"ok": false, "error": "..."}, with the message also on stderr as
 // without --json and the exit code kept.
 func jsonErrors(cmd string, args []string, stdout, stderr io.Writer, run func(args []string, stdout, stderr io.Writer) int) int {
-	if child, _ := isChild(); child || !wantsJSON(args) {
+	if !wantsJSON(args) {
 		return run(args, stdout, stderr)
 	}
 	out := &countingWriter{w: stdout}

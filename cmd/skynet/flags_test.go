@@ -70,7 +70,7 @@ func TestFlagsLimits(t *testing.T) {
 	assert.Equal(t, "skynet check: --timeout must be at most 600s, got 11m", usageError(t, "check", "--timeout", "11m"))
 	assert.Equal(t, "skynet eval: --run-timeout must be at most 600s, got 601s", usageError(t, "eval", "--run-timeout", "601s"))
 	assert.Equal(t, "skynet eval: --limit must be at least 1, got 0 (leave it out to evaluate every row)", usageError(t, "eval", "--limit", "0"))
-	assert.Equal(t, "skynet score: --interpreters 0: want \"auto\" or a count from 1 to 64", usageError(t, "score", "--interpreters", "0"))
+	assert.Equal(t, "skynet score: --processes 0: want \"auto\" or a count from 1 to 256", usageError(t, "score", "--processes", "0"))
 	assert.Equal(t, "skynet bench: --worker-timeout 1.5: a duration needs a unit, such as 1.5s or 500ms", usageError(t, "bench", "--worker-timeout", "1.5"))
 	assert.Equal(t, "skynet check: --timeout needs a value", usageError(t, "check", "--timeout"))
 	// The largest value is accepted: this run goes on to the next problem.

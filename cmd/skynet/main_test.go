@@ -25,16 +25,6 @@ import (
 
 const example = "../../testdata/exact_match/"
 
-// TestMain lets the test binary stand in for skynet when a command the
-// tests run in process starts its child (supervise.go): that child is this
-// binary, with childEnv set.
-func TestMain(m *testing.M) {
-	if child, _ := isChild(); child {
-		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
-	}
-	os.Exit(m.Run())
-}
-
 func skynet(args ...string) (code int, stdout, stderr string) {
 	var o, e bytes.Buffer
 	code = run(args, &o, &e)
@@ -288,7 +278,7 @@ func TestBenchReport(t *testing.T) {
 	assert.Equal(t, 300, rep.Cases)
 	paths := []string{"engine", "python_loop", "python_loop_shared", "subprocess_lockstep",
 		"subprocess_pipelined", "subprocess_per_case", "skynet_score_file", "python_script_file"}
-	if rep.Interpreters > 1 {
+	if rep.Processes > 1 {
 		paths = append(paths, "skynet_score_file_1", "python_pool_file")
 	}
 	for _, k := range paths {
@@ -296,14 +286,17 @@ func TestBenchReport(t *testing.T) {
 	}
 	assert.Len(t, rep.NSPerCase, len(paths))
 	for _, bar := range benchBars {
-		if rep.Interpreters == 1 && (bar.name == "interpreters_speedup" || bar.name == "python_pool_vs_skynet_score") {
-			assert.NotContains(t, rep.Ratios, bar.name, "one interpreter: nothing to compare")
+		if rep.Processes == 1 && (bar.name == "processes_speedup" || bar.name == "python_pool_vs_skynet_score") {
+			assert.NotContains(t, rep.Ratios, bar.name, "one process: nothing to compare")
 			continue
 		}
 		assert.Contains(t, rep.Ratios, bar.name)
 		assert.Contains(t, rep.Bars, bar.name)
 	}
 	assert.NotEmpty(t, rep.Python)
+	for _, k := range []string{"skynet_score_file", "python_script_file"} {
+		assert.Greater(t, rep.PeakRSSMB[k], 1.0, "peak RSS of %s", k)
+	}
 	assert.InDelta(t, rep.NSPerCase["engine"]/rep.NSPerCase["python_loop"], rep.Ratios["engine_vs_python_loop"], 1e-9)
 	if _, ok := coreRoundTrip(); ok { // this machine can measure it, so the command did too
 		require.Len(t, rep.CoreRoundTripNS, rep.Runs)
@@ -315,8 +308,8 @@ func TestBenchReport(t *testing.T) {
 // score against the first inside the command.
 func TestBenchFileOnly(t *testing.T) {
 	rep := benchJSON(t, "--metric", "../../testdata/difflib/metric.py", "--runs", "1",
-		"--file", "../../testdata/difflib/cases.jsonl", "--file-only", "--interpreters", "1")
-	assert.Equal(t, 1, rep.Interpreters)
+		"--file", "../../testdata/difflib/cases.jsonl", "--file-only", "--processes", "1")
+	assert.Equal(t, 1, rep.Processes)
 	assert.ElementsMatch(t, []string{"skynet_score_file", "python_script_file"}, slices.Collect(maps.Keys(rep.NSPerCase)))
 	assert.ElementsMatch(t, []string{"python_script_vs_skynet_score", "python_script_vs_skynet_score_1"}, slices.Collect(maps.Keys(rep.Ratios)))
 	code, _, errOut := skynet("bench", "--metric", "../../testdata/difflib/metric.py", "--file-only")
@@ -337,15 +330,22 @@ func benchJSON(t *testing.T, args ...string) benchReport {
 	return rep
 }
 
-// TODO(pool): --interpreters is still parsed but no longer reaches the
-// engine (sub-interpreters are gone); the CLI's flags are being reworked.
-func TestInterpretersFlag(t *testing.T) {
-	code, _, errOut := skynet("score", "--metric", example+"metric.py", "--data", example+"cases.jsonl", "--interpreters", "0")
+// TestProcessesFlag: --processes takes "auto" or a count; the old names
+// --interpreters and --workers still work, each with a note.
+func TestProcessesFlag(t *testing.T) {
+	code, _, errOut := skynet("score", "--metric", example+"metric.py", "--data", example+"cases.jsonl", "--processes", "0")
 	assert.Equal(t, exitUsage, code)
-	assert.Contains(t, errOut, `skynet score: --interpreters 0: want "auto" or a count from 1 to 64`)
-	code, out, errOut := skynet("score", "--metric", example+"metric.py", "--data", example+"cases.jsonl", "--interpreters", "2")
+	assert.Contains(t, errOut, `skynet score: --processes 0: want "auto" or a count from 1 to 256`)
+	code, out, errOut := skynet("score", "--metric", example+"metric.py", "--data", example+"cases.jsonl", "--processes", "3")
 	require.Equal(t, exitOK, code, errOut)
 	assert.Len(t, resultLines(t, out), 6)
+	assert.NotContains(t, errOut, "note:")
+
+	code, out, errOut = skynet("score", "--metric", example+"metric.py", "--data", example+"cases.jsonl", "--interpreters", "2", "--workers", "2")
+	require.Equal(t, exitOK, code, errOut)
+	assert.Len(t, resultLines(t, out), 6)
+	assert.Contains(t, errOut, "skynet score: note: --interpreters is now --processes")
+	assert.Contains(t, errOut, "skynet score: note: --workers is now --threads")
 }
 
 // TestVersion checks that "skynet version" names the CPython the build

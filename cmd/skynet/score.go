@@ -2,13 +2,11 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"iter"
 	"math"
 	"os"
 	"path/filepath"
@@ -52,8 +50,6 @@ func runScore(args []string, stdout, stderr io.Writer) int {
 	out := fs.String("out", "", "results file (JSONL); default standard output")
 	resume := fs.Bool("resume", false, "continue an interrupted run: keep --out's finished results and score only the rest")
 	timeout := fs.Duration("timeout", engine.DefaultTimeout, "time limit per score call (at most 600s)")
-	workers := fs.Int("workers", 1, "Python worker threads (more help only when score waits on llm(); see README)")
-	addInterpretersFlag(fs) // TODO(pool): --interpreters is parsed but no longer used: sub-interpreters are gone.
 	sv := addSupervisorFlags(fs)
 	sf := addShardFlags(fs)
 	models := addModelFlags(fs)
@@ -64,20 +60,7 @@ func runScore(args []string, stdout, stderr io.Writer) int {
 		caseFile(stderr, "score", *data) {
 		return exitUsage
 	}
-	opts := engine.Options{Metric: *metric, Timeout: *timeout, Threads: *workers}
-	if child, _ := isChild(); child {
-		return serveChild(childJob{cmd: "score", models: models, opts: opts,
-			caseOf: func(n int, raw []byte) engine.Case {
-				c, err := engine.ParseCase(raw, n)
-				if err != nil {
-					return engine.InvalidCase(c.ID, err)
-				}
-				return c
-			},
-			results: func(e *engine.Engine, ctx context.Context, cases iter.Seq[engine.Case]) iter.Seq2[int, engine.Result] {
-				return e.ScoreAll(ctx, cases, 0)
-			}})
-	}
+	renamed(fs, stderr)
 	shard, err := sf.spec()
 	if err != nil {
 		fmt.Fprintf(stderr, "skynet score: %v\n", err)
@@ -125,7 +108,14 @@ func runScore(args []string, stdout, stderr io.Writer) int {
 			name, line, hint)
 	}}
 	entries, readErr, foreign := caseEntries(in, *data, done, sv.maxLine, shard, info)
-	s := sv.supervisor("score", args, *timeout, results, stderr)
+	client, err := models.client()
+	if err != nil {
+		fmt.Fprintf(stderr, "skynet score: %v\n", err)
+		return exitUsage
+	}
+	defer client.Close()
+	opts := sv.poolOptions("score", engine.Options{Metric: *metric, Timeout: *timeout, LLM: client}, total, stderr)
+	s := sv.supervisor("score", opts, client, results, stderr)
 	s.entries, s.readErr, s.shard, s.kept = entries, readErr, shard, dest.kept
 	s.noCases = func() string {
 		msg := fmt.Sprintf("no line of %s is a case (see the input errors in the results)", name)
@@ -667,8 +657,8 @@ func (p *progress) done() {
 }
 
 func isTerminal(w io.Writer) bool {
-	if l, ok := w.(*lockedWriter); ok {
-		w = l.w
+	if u, ok := w.(interface{ Unwrap() io.Writer }); ok {
+		w = u.Unwrap() // syncWriter's
 	}
 	f, ok := w.(*os.File)
 	if !ok {

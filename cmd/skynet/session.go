@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"hash/maphash"
 	"io"
+	"runtime"
 	"strconv"
 	"syscall"
 	"time"
 
 	"github.com/skynetml/skynet/engine"
 	"github.com/skynetml/skynet/llm"
+	"github.com/skynetml/skynet/pool"
 )
 
 // openEngine builds the model client from the flags and opens the engine.
@@ -30,30 +32,70 @@ func openEngine(cmd string, stderr io.Writer, models modelFlags, opts engine.Opt
 	return e, client, func() { e.Close(); client.Close() }, exitOK
 }
 
-// supervisorFlags are the flags of score and eval that bound the child
-// process running Python (supervise.go).
+// supervisorFlags are the flags of score, eval and check that size and
+// bound the worker processes running Python (package pool).
 type supervisorFlags struct {
 	loadTimeout *time.Duration
 	maxCrashes  *int
 	maxLine     int
+	processes   processCount
+	threads     int
 }
 
 func addSupervisorFlags(fs *flag.FlagSet) *supervisorFlags {
 	sv := &supervisorFlags{
-		loadTimeout: fs.Duration("load-timeout", engine.DefaultTimeout, "time limit for loading the metric (and program): importing it, checking it"),
-		maxCrashes:  fs.Int("max-crashes", defaultMaxCrashes, "give up after this many cases in a row crash the Python process (the rest get crash results)"),
+		loadTimeout: fs.Duration("load-timeout", engine.DefaultTimeout, "time limit for loading the metric (and program) in a worker process: importing it, checking it"),
+		maxCrashes:  fs.Int("max-crashes", pool.DefaultMaxCrashes, "give up after this many cases in a row crash their worker process (the rest get crash results)"),
 		maxLine:     engine.DefaultMaxLineBytes,
 	}
 	fs.IntVar(&sv.maxLine, "max-line-bytes", engine.DefaultMaxLineBytes, "longest case line read; a longer one is an input error")
+	sv.addPoolFlags(fs)
 	return sv
 }
 
-func (sv *supervisorFlags) supervisor(cmd string, args []string, timeout time.Duration, out, stderr io.Writer) *supervisor {
-	if timeout <= 0 {
-		timeout = engine.DefaultTimeout
+// addPoolFlags adds --processes and --threads, and their old names.
+func (sv *supervisorFlags) addPoolFlags(fs *flag.FlagSet) {
+	fs.Var(&sv.processes, "processes", `worker processes scoring at once, each a Python of its own: "auto" is one per CPU (at most one per case)`)
+	fs.Var(&sv.processes, "interpreters", "the old name of --processes")
+	fs.IntVar(&sv.threads, "threads", 1, "Python threads in each worker process (more help only when score waits on llm(); see README)")
+	fs.IntVar(&sv.threads, "workers", 1, "the old name of --threads")
+}
+
+// renamed says once on stderr that an old flag name was used, and what it is now.
+func renamed(fs *flag.FlagSet, stderr io.Writer) {
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "workers":
+			fmt.Fprintf(stderr, "skynet %s: note: --workers is now --threads (Python threads in each worker process; a worker is now a process, --processes)\n", fs.Name())
+		case "interpreters":
+			fmt.Fprintf(stderr, "skynet %s: note: --interpreters is now --processes (sub-interpreters are gone: each worker is a process with its own Python)\n", fs.Name())
+		}
+	})
+}
+
+// poolOptions is what the run's pool opens: opts in each of its processes,
+// how many (no more than cases, when that is known: total > 0).
+func (sv *supervisorFlags) poolOptions(cmd string, opts engine.Options, total int, stderr io.Writer) pool.Options {
+	n := int(sv.processes)
+	if n == 0 {
+		n = runtime.NumCPU()
 	}
-	return &supervisor{cmd: cmd, args: append([]string{cmd}, args...), withRun: cmd == "eval", timeout: timeout,
-		loadTimeout: *sv.loadTimeout, maxCrashes: *sv.maxCrashes, stderr: stderr, out: out}
+	if total > 0 {
+		n = min(n, total)
+	}
+	opts.Threads = sv.threads
+	po := pool.Options{Options: opts, Processes: n, Stderr: stderr, Name: "skynet " + cmd}
+	if sv.loadTimeout != nil {
+		po.LoadTimeout = *sv.loadTimeout
+	}
+	if sv.maxCrashes != nil {
+		po.MaxCrashes = *sv.maxCrashes
+	}
+	return po
+}
+
+func (sv *supervisorFlags) supervisor(cmd string, opts pool.Options, client *llm.Client, out, stderr io.Writer) *supervisor {
+	return &supervisor{cmd: cmd, withRun: cmd == "eval", opts: opts, client: client, stderr: stderr, out: out}
 }
 
 // runSupervised is what score and eval share once the input and output are
@@ -89,8 +131,11 @@ func runSupervised(s *supervisor, total int, done map[string]bool, summary, stde
 	if line := s.restartLine(); line != "" {
 		fmt.Fprintln(summary, line)
 	}
+	for _, n := range s.pool.Notices {
+		fmt.Fprintf(summary, "warning: %s\n", n)
+	}
 	printResumed(summary, done, s.kept, s.st)
-	printModelUse(summary, s.models.use)
+	printModelUse(summary, modelUseOf(s.client))
 	switch {
 	case s.writeErr != nil:
 		fmt.Fprintf(stderr, "skynet %s: writing results: %v\n", s.cmd, s.writeErr)
@@ -147,35 +192,28 @@ func (s *idSet) add(id string, line int) (prev int, dup bool) {
 	return 0, false
 }
 
-// interpreters is the --interpreters flag: "auto" (0) or a count up to
-// maxInterpreters. TODO(pool): no longer passed to the engine, which scores
-// in the one interpreter of its process; the CLI's flags are being reworked.
-type interpreters int
+// processCount is the --processes flag: "auto" (0) or a count up to
+// maxProcesses.
+type processCount int
 
-const maxInterpreters = 64
+const maxProcesses = 256
 
-func (n *interpreters) String() string {
+func (n *processCount) String() string {
 	if *n == 0 {
 		return "auto"
 	}
 	return strconv.Itoa(int(*n))
 }
 
-func (n *interpreters) Set(s string) error {
+func (n *processCount) Set(s string) error {
 	if s == "auto" {
 		*n = 0
 		return nil
 	}
 	v, err := strconv.Atoi(s)
-	if err != nil || v < 1 || v > maxInterpreters {
-		return fmt.Errorf(`want "auto" or a count from 1 to %d`, maxInterpreters)
+	if err != nil || v < 1 || v > maxProcesses {
+		return fmt.Errorf(`want "auto" or a count from 1 to %d`, maxProcesses)
 	}
-	*n = interpreters(v)
+	*n = processCount(v)
 	return nil
-}
-
-func addInterpretersFlag(fs *flag.FlagSet) *interpreters {
-	n := new(interpreters)
-	fs.Var(n, "interpreters", `Python interpreters scoring in parallel, each with its own GIL (CPython 3.12+): "auto" is one per CPU there and 1 before`)
-	return n
 }

@@ -17,33 +17,42 @@ import functools
 import hashlib
 import os
 import re
+import threading
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _VOCAB = None          # (stopwords frozenset, synonyms dict, checksum), built on first use
 _PATTERNS = {}         # name -> compiled regex, built on first use
 _LOADS = 0             # how many times the vocabulary was read in this module
+_LOCK = threading.Lock()  # a lazy load that scoring threads may race to
 
 
 def _vocab():
-    global _VOCAB, _LOADS
-    if _VOCAB is None:
-        _LOADS += 1
-        h = hashlib.sha1()
-        stop, syn = set(), {}
-        with open(os.path.join(_HERE, "stopwords.txt"), encoding="utf-8") as f:
-            for line in f:
-                h.update(line.encode())
-                w = line.strip()
-                if w and not w.startswith("#"):
-                    stop.add(w)
-        with open(os.path.join(_HERE, "synonyms.tsv"), encoding="utf-8") as f:
-            for line in f:
-                h.update(line.encode())
-                if line.strip() and not line.startswith("#"):
-                    variant, canonical = line.rstrip("\n").split("\t")
-                    syn[variant] = canonical
-        _VOCAB = (frozenset(stop), syn, h.hexdigest()[:10])
+    global _VOCAB
+    with _LOCK:
+        if _VOCAB is None:
+            _VOCAB = _load()
     return _VOCAB
+
+
+def _load():
+    """Reads the vocabulary; _vocab holds the lock."""
+    global _LOADS
+    _LOADS += 1
+    h = hashlib.sha1()
+    stop, syn = set(), {}
+    with open(os.path.join(_HERE, "stopwords.txt"), encoding="utf-8") as f:
+        for line in f:
+            h.update(line.encode())
+            w = line.strip()
+            if w and not w.startswith("#"):
+                stop.add(w)
+    with open(os.path.join(_HERE, "synonyms.tsv"), encoding="utf-8") as f:
+        for line in f:
+            h.update(line.encode())
+            if line.strip() and not line.startswith("#"):
+                variant, canonical = line.rstrip("\n").split("\t")
+                syn[variant] = canonical
+    return (frozenset(stop), syn, h.hexdigest()[:10])
 
 
 def _pattern(name):

@@ -1,7 +1,7 @@
-package main
+package pool
 
-// The frames on the pipes between the skynet command and the child process
-// that runs Python for it (see supervise.go).
+// The frames on the pipes between a pool and its worker processes: the
+// parent writes on the worker's fd 3, the worker on its fd 4.
 
 import (
 	"bufio"
@@ -18,21 +18,32 @@ import (
 	"github.com/skynetml/skynet/engine"
 )
 
+// protocol is the version of the frames below. The parent puts it in the
+// worker's environment and the worker echoes it in its hello, so a binary
+// rebuilt (or replaced) while a run used it fails with a clear message
+// instead of misreading frames.
+const protocol = "skynet-pool/1"
+
 // A frame is a type byte, the payload's length and CRC-32C (little-endian
 // uint32s), then the payload. The CRC tells a metric's stray writes on the
-// child's descriptors from what the child sent.
+// worker's descriptors from what the worker sent.
 const (
-	frameCase    byte = 'C' // parent to child: one case: its line number or index (uint32), then its line (score)
-	frameCancel  byte = 'X' // parent to child: stop; cases taken get canceled results
-	frameEnd     byte = 'E' // parent to child: no more cases; the pipe stays open for a cancel
-	frameHello   byte = 'H' // child to parent: the metric loaded
-	frameResults byte = 'R' // child to parent: result records (appendRecord)
-	frameModels  byte = 'M' // child to parent: model use so far (JSON, modelUse)
-	frameWedged  byte = 'W' // child to parent: this case holds the interpreter past its timeout
-	frameChecks  byte = 'K' // child to parent: skynet check's checks (JSON)
-	frameFailed  byte = 'F' // child to parent: the engine did not open; payload: the exit code
-	frameDone    byte = 'D' // child to parent: every case taken has its result
-	framePing    byte = 'P' // child to parent: still alive
+	frameJob      byte = 'J' // parent: what to load (JSON job); the first frame
+	frameCase     byte = 'C' // parent: one case: line number (uint32), artifact (uint32, 0: score only), case line
+	frameArtifact byte = 'A' // parent: an artifact for run: id (uint32), then its JSON value
+	frameCheck    byte = 'Q' // parent: run the contract check on these case lines (JSON array of strings)
+	frameReply    byte = 'r' // parent: a model call's outcome: call id (uint64), JSON modelReply
+	frameCancel   byte = 'X' // parent: stop; cases taken get canceled results
+	frameEnd      byte = 'E' // parent: no more cases; the pipe stays open for a cancel
+	frameHello    byte = 'H' // worker: the metric loaded (JSON hello)
+	frameResults  byte = 'R' // worker: result records (appendRecord)
+	frameCall     byte = 'L' // worker: a model call to make: call id (uint64), JSON modelCall
+	frameWedged   byte = 'W' // worker: this case holds its scoring thread past its timeout
+	frameChecks   byte = 'K' // worker: the contract check's checks (JSON)
+	frameFailed   byte = 'F' // worker: the metric did not load (JSON failure)
+	frameNotice   byte = 'N' // worker: something the user must hear once (text)
+	frameDone     byte = 'D' // worker: every case taken has its result
+	framePing     byte = 'P' // worker: still alive
 )
 
 const (
@@ -42,11 +53,11 @@ const (
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-var errShortRecord = fmt.Errorf("%w: a result record is cut short", errBadFrame)
-
-// errBadFrame means the bytes on a pipe are not frames: something other
+// ErrBadFrame means the bytes on a pipe are not frames: something other
 // than the peer wrote to it.
 var errBadFrame = errors.New("the channel to the Python process was corrupted")
+
+var errShortRecord = fmt.Errorf("%w: a result record is cut short", errBadFrame)
 
 // openFrame appends a frame header to b; closeFrame fills it in once the
 // payload that follows it is appended.
@@ -62,9 +73,11 @@ func closeFrame(b []byte, at int) {
 	binary.LittleEndian.PutUint32(b[at+5:], crc32.Checksum(payload, castagnoli))
 }
 
-func appendFrame(b []byte, typ byte, payload []byte) []byte {
+func appendFrame(b []byte, typ byte, payload ...[]byte) []byte {
 	b, at := openFrame(b, typ)
-	b = append(b, payload...)
+	for _, p := range payload {
+		b = append(b, p...)
+	}
 	closeFrame(b, at)
 	return b
 }
@@ -107,13 +120,14 @@ func (fr *frameReader) next() (byte, []byte, error) {
 
 func knownFrame(t byte) bool {
 	switch t {
-	case frameCase, frameCancel, frameEnd, frameHello, frameResults, frameModels, frameWedged, frameChecks, frameFailed, frameDone, framePing:
+	case frameJob, frameCase, frameArtifact, frameCheck, frameReply, frameCancel, frameEnd,
+		frameHello, frameResults, frameCall, frameWedged, frameChecks, frameFailed, frameNotice, frameDone, framePing:
 		return true
 	}
 	return false
 }
 
-// frameWriter is the child's side of the results pipe. Results are
+// frameWriter is the worker's side of the results pipe. Results are
 // gathered into one frame and written by a flusher goroutine: at once when
 // it is idle, at most every flushGap under load, so a crash loses at most
 // the results of the last flushGap and a fast run pays one write for many
@@ -128,7 +142,6 @@ type frameWriter struct {
 	stop    chan struct{}
 	stopped chan struct{}
 	w       io.Writer
-	idle    func() []byte // a frame to send when nothing was sent for pingEvery (models, ping)
 }
 
 const (
@@ -136,8 +149,12 @@ const (
 	pingEvery = 500 * time.Millisecond
 )
 
-func newFrameWriter(w io.Writer, idle func() []byte) *frameWriter {
-	fw := &frameWriter{w: w, open: -1, kick: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{}), idle: idle}
+// exitLostChannel is how a worker ends when it cannot write to its parent:
+// the metric closed or broke its file descriptors.
+const exitLostChannel = 199
+
+func newFrameWriter(w io.Writer) *frameWriter {
+	fw := &frameWriter{w: w, open: -1, kick: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{})}
 	go fw.flusher()
 	return fw
 }
@@ -150,18 +167,19 @@ func (fw *frameWriter) addResult(r engine.Result, withRun bool) {
 	}
 	fw.buf = appendRecord(fw.buf, r, withRun)
 	fw.mu.Unlock()
-	select {
-	case fw.kick <- struct{}{}:
-	default:
-	}
+	fw.wake()
 }
 
 // send queues a whole frame behind the results added so far.
-func (fw *frameWriter) send(typ byte, payload []byte) {
+func (fw *frameWriter) send(typ byte, payload ...[]byte) {
 	fw.mu.Lock()
 	fw.closeOpen()
-	fw.buf = appendFrame(fw.buf, typ, payload)
+	fw.buf = appendFrame(fw.buf, typ, payload...)
 	fw.mu.Unlock()
+	fw.wake()
+}
+
+func (fw *frameWriter) wake() {
 	select {
 	case fw.kick <- struct{}{}:
 	default:
@@ -209,27 +227,17 @@ func (fw *frameWriter) flusher() {
 			}
 			time.Sleep(flushGap) // results added meanwhile go in the next write
 		case <-ping.C:
-			fw.send(framePing, nil)
-			if f := fw.idle; f != nil {
-				if b := f(); b != nil {
-					fw.send(frameModels, b)
-				}
-			}
+			fw.send(framePing)
 		}
 		ping.Reset(pingEvery)
 	}
 }
 
 // close sends a last frame and everything before it, and stops the flusher.
-func (fw *frameWriter) close(typ byte, payload []byte) error {
+func (fw *frameWriter) close(typ byte, payload ...[]byte) error {
 	close(fw.stop)
 	<-fw.stopped
-	if f := fw.idle; f != nil {
-		if b := f(); b != nil {
-			fw.send(frameModels, b)
-		}
-	}
-	fw.send(typ, payload)
+	fw.send(typ, payload...)
 	return fw.flush()
 }
 
@@ -240,10 +248,10 @@ const (
 	recWarned             // the result has warnings
 )
 
-// appendRecord writes one result as the parent needs it: what the summary
-// counts, and the results line itself.
+// appendRecord writes one result as the parent needs it: what a summary
+// counts, and the results line itself (AppendResult).
 //
-//	id (uint16 length, bytes), flags (byte), score (float64),
+//	id (uint16 length, bytes), flags (byte), score (float64), duration (int64 ns),
 //	error kind (byte length, bytes), [run ms], [cost], named scores
 //	(uint16 count; each uint16 length, name, float64), line (uint32 length, bytes)
 func appendRecord(b []byte, r engine.Result, withRun bool) []byte {
@@ -260,6 +268,7 @@ func appendRecord(b []byte, r engine.Result, withRun bool) []byte {
 	}
 	b = append(b, flags)
 	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(r.Score))
+	b = binary.LittleEndian.AppendUint64(b, uint64(r.Duration))
 	kind := ""
 	if r.Err != nil {
 		kind = string(r.Err.Kind)
@@ -279,7 +288,7 @@ func appendRecord(b []byte, r engine.Result, withRun bool) []byte {
 	}
 	at := len(b)
 	b = append(b, 0, 0, 0, 0)
-	b = appendResult(b, r, withRun)
+	b = AppendResult(b, r, withRun)
 	binary.LittleEndian.PutUint32(b[at:], uint32(len(b)-at-4))
 	return b
 }
@@ -292,16 +301,25 @@ func appendShort(b []byte, s string) []byte {
 	return append(b, s...)
 }
 
-// record is one decoded result record; its slices point into the frame.
-type record struct {
-	id     []byte
-	tally  tally
-	line   []byte
-	scores []byte // the named scores, as appendRecord wrote them
+// Record is one case's result as a worker sent it: what a summary counts,
+// and Line, the results line (AppendResult's JSON). Its byte slices point
+// into a buffer it shares with the other records of its frame.
+type Record struct {
+	ID       []byte
+	Score    float64
+	Duration time.Duration    // the score (and run) call's wall time
+	Kind     engine.ErrorKind // "" when scored
+	RunMS    float64          // the measured run time, when HasRunMS
+	CostUSD  float64          // the measured run cost, when HasCost
+	HasRunMS bool
+	HasCost  bool
+	Warned   bool   // the result has warnings (side-info keys dropped)
+	Line     []byte // the results line, without a newline
+	scores   []byte // the named scores, as appendRecord wrote them
 }
 
 // nextRecord decodes the record at the start of p and returns the rest.
-func nextRecord(p []byte, r *record) ([]byte, error) {
+func nextRecord(p []byte, r *Record) ([]byte, error) {
 	take := func(n int) []byte {
 		if n > len(p) {
 			return nil
@@ -318,25 +336,32 @@ func nextRecord(p []byte, r *record) ([]byte, error) {
 		s := take(int(binary.LittleEndian.Uint16(l)))
 		return s, s != nil
 	}
-	f64 := func() (float64, bool) {
+	u64 := func() (uint64, bool) {
 		s := take(8)
 		if s == nil {
 			return 0, false
 		}
-		return math.Float64frombits(binary.LittleEndian.Uint64(s)), true
+		return binary.LittleEndian.Uint64(s), true
 	}
 	var ok bool
-	if r.id, ok = short(); !ok {
+	*r = Record{}
+	if r.ID, ok = short(); !ok {
 		return nil, errShortRecord
 	}
 	fl := take(1)
 	if fl == nil {
 		return nil, errShortRecord
 	}
-	t := tally{warned: fl[0]&recWarned != 0}
-	if t.score, ok = f64(); !ok {
+	r.Warned = fl[0]&recWarned != 0
+	v, ok := u64()
+	if !ok {
 		return nil, errShortRecord
 	}
+	r.Score = math.Float64frombits(v)
+	if v, ok = u64(); !ok {
+		return nil, errShortRecord
+	}
+	r.Duration = time.Duration(v)
 	kl := take(1)
 	if kl == nil {
 		return nil, errShortRecord
@@ -345,18 +370,18 @@ func nextRecord(p []byte, r *record) ([]byte, error) {
 	if kind == nil {
 		return nil, errShortRecord
 	}
-	t.kind = engine.ErrorKind(kind)
+	r.Kind = engine.ErrorKind(kind)
 	if fl[0]&recRunMS != 0 {
-		if t.runMS, ok = f64(); !ok {
+		if v, ok = u64(); !ok {
 			return nil, errShortRecord
 		}
-		t.hasRunMS = true
+		r.RunMS, r.HasRunMS = math.Float64frombits(v), true
 	}
 	if fl[0]&recCost != 0 {
-		if t.cost, ok = f64(); !ok {
+		if v, ok = u64(); !ok {
 			return nil, errShortRecord
 		}
-		t.hasCost = true
+		r.CostUSD, r.HasCost = math.Float64frombits(v), true
 	}
 	scoresAt := p
 	nl := take(2)
@@ -376,16 +401,18 @@ func nextRecord(p []byte, r *record) ([]byte, error) {
 	if ll == nil {
 		return nil, errShortRecord
 	}
-	if r.line = take(int(binary.LittleEndian.Uint32(ll))); r.line == nil {
+	if r.Line = take(int(binary.LittleEndian.Uint32(ll))); r.Line == nil {
 		return nil, errShortRecord
 	}
-	r.tally = t
 	return p, nil
 }
 
-// eachScore calls f with each named score of a record.
-func (r *record) eachScore(f func(name []byte, v float64)) {
+// EachScore calls f with each named score of the record.
+func (r *Record) EachScore(f func(name []byte, v float64)) {
 	p := r.scores
+	if len(p) < 2 {
+		return
+	}
 	n := int(binary.LittleEndian.Uint16(p))
 	p = p[2:]
 	for i := 0; i < n; i++ {
@@ -395,4 +422,14 @@ func (r *record) eachScore(f func(name []byte, v float64)) {
 		f(name, v)
 		p = p[2+l+8:]
 	}
+}
+
+// RecordOf makes the record of a result made in this process (a case that
+// never reached a worker: a bad line, a crash, a cancellation).
+func RecordOf(r engine.Result, withRun bool) Record {
+	var rec Record
+	if _, err := nextRecord(appendRecord(nil, r, withRun), &rec); err != nil {
+		panic("pool: a record does not decode: " + err.Error())
+	}
+	return rec
 }

@@ -1,0 +1,678 @@
+// Package pool scores cases in worker processes: each embeds CPython, loads
+// the metric (and program) once and calls score on its main thread, in its
+// main interpreter, exactly as `python3 script.py` would: signal handlers
+// and signal.alarm timeouts, os.fork and multiprocessing, and every C
+// extension behave as they do there. A process per core uses every core;
+// a metric that segfaults, calls os._exit or wedges costs its case a
+// "crash" or "timeout" result and its worker a restart, and the other
+// workers keep scoring.
+//
+//	p, err := pool.Open(pool.Options{Options: engine.Options{Metric: "metric.py"}})
+//	if err != nil { ... }            // *engine.CheckError when the metric does not load
+//	defer p.Close()
+//	r := p.Score(ctx, engine.Case{ID: "1", Input: map[string]any{"q": "2+2"}, Output: "4"})
+//
+// The workers are this program itself, started again: the package's init
+// takes such a process over before main runs, so linking the package is
+// all a program needs. Cases and results cross the pipes as JSON (a case
+// file's lines and a results file's lines).
+//
+// Package engine scores in this process instead: microseconds a case and
+// no process start, but no isolation (a crash is the host's), one core per
+// GIL, and score runs on a thread that is not the main one.
+package pool
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"iter"
+	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/skynetml/skynet/engine"
+	"github.com/skynetml/skynet/llm"
+)
+
+// Defaults of Options.
+const (
+	DefaultMaxCrashes = 20 // Options.MaxCrashes when 0
+)
+
+// Options configures a Pool. The zero value of each field means its default.
+type Options struct {
+	// Options is what every worker process opens: the metric, the program,
+	// time limits, Threads (Python threads a process; more only help
+	// metrics that wait), and so on. Its LLM (default: engine.EnvLLM) makes
+	// the workers' skynet.llm() calls, in this process: one client, its
+	// limits, cache and counts, and the API key never in a worker.
+	engine.Options
+	// Processes is how many worker processes score at once (default: one
+	// per CPU). Each costs a Python interpreter and a copy of what the
+	// metric imports.
+	Processes int
+	// LoadTimeout bounds a worker's start: importing the metric and
+	// checking it (default engine.DefaultTimeout).
+	LoadTimeout time.Duration
+	// MaxCrashes is how many cases in a row may crash their worker, each
+	// scored alone, before the pool gives up: the rest get crash results
+	// unrun (default DefaultMaxCrashes).
+	MaxCrashes int
+	// Stderr receives what the workers write to stderr (whole lines) and
+	// the pool's notices (a worker restarted, a case that crashed). Default os.Stderr.
+	Stderr io.Writer
+	// Name starts the pool's notices, e.g. "skynet score" (default "skynet").
+	Name string
+	// Executable is the program the workers run (default: this one). It
+	// must link this package, whose init serves the worker's side.
+	Executable string
+}
+
+// Pool scores cases in worker processes. Its methods are safe for
+// concurrent use; Close stops the workers.
+type Pool struct {
+	opts     Options
+	job      job
+	exe      string
+	dir      string // where the workers start
+	argv0    string
+	env      []string
+	stderr   io.Writer
+	llm      *llm.Client
+	want     int
+	culprit  string // what a crash is put down to
+	callName string // what timed out
+
+	events    chan event
+	submit    chan []*Task
+	checkReqs chan *checkCall
+	artReqs   chan artReq
+	quit      chan struct{}
+	loopDone  chan struct{}
+	opened    chan error
+	closeOnce sync.Once
+
+	// Owned by the dispatcher (loop).
+	procs    []*proc
+	procSeq  int
+	pending  []*Task
+	suspects []*Task
+	loaded   bool
+	openErr  error
+	closing  bool
+	closedAt time.Time
+	crashRun int
+	deadRun  int
+	gaveUp   string
+	avgCase  time.Duration
+	arts     map[uint32][]byte // artifacts by id, while a stream uses them
+	artSeq   uint32
+	noticed  map[string]bool
+	st       Stats
+
+	statsMu sync.Mutex
+	shown   Stats // st as of the last event, for Stats
+}
+
+// Stats counts what a pool has done.
+type Stats struct {
+	// ScoreCalls is how many score calls returned, with a score or not.
+	ScoreCalls int64
+	// Restarts counts worker processes started again after one died or was
+	// killed; Crashes the cases that crashed one even when scored alone;
+	// Wedges the cases that held their worker past their timeout.
+	Restarts, Crashes, Wedges int
+	// RestartTime is the time restarted workers spent loading the metric.
+	RestartTime time.Duration
+	// Notices are the warnings the pool gave on Stderr about the metric
+	// (one that sets signal handlers while scoring on several threads).
+	Notices []string
+	// Models counts llm() calls, tokens and cost by role (the client's).
+	Models map[llm.Role]llm.Stats
+}
+
+// event is what a process's goroutines report to the dispatcher.
+type event struct {
+	w       *proc
+	typ     byte
+	payload []byte
+	err     error // the frames stopped: not frames (corrupted)
+	ended   bool  // the process exited and its pipes are drained
+}
+
+// checkCall is a contract check waiting for a worker.
+type checkCall struct {
+	cases    [][]byte
+	reply    chan []engine.Check
+	deadline time.Time
+	w        *proc
+}
+
+type artReq struct {
+	value []byte
+	id    chan uint32
+	drop  uint32
+}
+
+const (
+	// maxInflight bounds the cases a worker holds unanswered; aimInflight
+	// is how much work (in time) the pool keeps with each, so a fast
+	// metric gets big batches and a slow one stays balanced to the end.
+	maxInflight = 1024
+	aimInflight = 40 * time.Millisecond
+	// killGrace is how long past its own limits a worker may take before
+	// it is killed: the engine's interrupt grace and a poll, with room.
+	killGrace = 2 * time.Second
+	// silentLimit: a worker that has sent nothing (it pings every
+	// pingEvery) for this long while it holds cases is stopped or frozen.
+	silentLimit = 10 * time.Second
+	// soloBudget bounds the suspects scored alone after a crash: the case
+	// that crashed is nearly always among the first.
+	soloBudget = 256
+)
+
+// Open starts the worker processes, all at once, and returns when the
+// first has loaded the metric: the others join as they load. A metric that
+// does not load is a *engine.CheckError (the checks made, the failed one
+// last), said once however many workers tried.
+func Open(opts Options) (*Pool, error) {
+	if opts.Processes < 0 || opts.MaxCrashes < 0 || opts.LoadTimeout < 0 || opts.Threads < 0 {
+		return nil, errors.New("pool: Processes, Threads, MaxCrashes and LoadTimeout must not be negative")
+	}
+	if opts.Metric == "" {
+		return nil, errors.New("pool: Options.Metric is empty: give the path of metric.py")
+	}
+	for _, f := range []struct{ path, check, what string }{{opts.Metric, engine.CheckLoads, "metric"}, {opts.Program, engine.CheckProgramLoads, "program"}} {
+		if f.path == "" {
+			continue
+		}
+		if st, err := os.Stat(f.path); err != nil || st.IsDir() {
+			msg := fmt.Sprintf("%s: no such file", f.path)
+			if err == nil {
+				msg, err = fmt.Sprintf("%s is a directory, not a %s file", f.path, f.what), fs.ErrInvalid
+			}
+			return nil, engine.NewCheckError([]engine.Check{{Name: f.check, Message: msg}}, err)
+		}
+	}
+	// The workers start where this process is now, so relative paths
+	// mean the same to them (and read the same in messages).
+	dir, err := os.Getwd()
+	if err != nil {
+		return nil, fmt.Errorf("pool: %w", err)
+	}
+	if opts.Timeout == 0 {
+		opts.Timeout = engine.DefaultTimeout
+	}
+	if opts.Timeout > engine.MaxTimeout || opts.RunTimeout > engine.MaxTimeout {
+		return nil, fmt.Errorf("pool: a timeout exceeds the maximum of %s", engine.MaxTimeout)
+	}
+	if opts.RunTimeout == 0 {
+		opts.RunTimeout = opts.Timeout
+	}
+	if opts.LoadTimeout == 0 {
+		opts.LoadTimeout = engine.DefaultTimeout
+	}
+	if opts.MaxCrashes == 0 {
+		opts.MaxCrashes = DefaultMaxCrashes
+	}
+	if opts.Name == "" {
+		opts.Name = "skynet"
+	}
+	stderr := opts.Stderr
+	if stderr == nil {
+		stderr = os.Stderr
+	}
+	client := opts.LLM
+	if client == nil {
+		if client, err = engine.EnvLLM(); err != nil {
+			return nil, fmt.Errorf("pool: %w", err)
+		}
+	}
+	exe := opts.Executable
+	if exe == "" {
+		if exe, err = os.Executable(); err != nil {
+			return nil, fmt.Errorf("pool: finding this program to start its workers: %w", err)
+		}
+	}
+	want := opts.Processes
+	if want == 0 {
+		want = runtime.NumCPU()
+	}
+	p := &Pool{
+		opts: opts, job: jobOf(opts.Options, client), exe: exe, dir: dir, argv0: os.Args[0], env: os.Environ(),
+		stderr: SyncWriter(stderr), llm: client, want: want,
+		culprit: "the metric", callName: "score",
+		events: make(chan event, 256), submit: make(chan []*Task, 64), checkReqs: make(chan *checkCall),
+		artReqs: make(chan artReq), quit: make(chan struct{}), loopDone: make(chan struct{}), opened: make(chan error, 1),
+		arts: map[uint32][]byte{}, noticed: map[string]bool{},
+	}
+	if opts.Program != "" {
+		p.culprit, p.callName = "the program or the metric", "the call"
+	}
+	for i := 0; i < want; i++ {
+		w, err := p.start(false)
+		if err != nil {
+			for _, w := range p.procs {
+				w.kill("the pool did not start")
+			}
+			return nil, fmt.Errorf("pool: starting a worker process: %w", err)
+		}
+		p.procs = append(p.procs, w)
+	}
+	go p.loop()
+	if err := <-p.opened; err != nil {
+		p.Close()
+		return nil, err
+	}
+	return p, nil
+}
+
+// Processes is how many worker processes the pool keeps.
+func (p *Pool) Processes() int { return p.want }
+
+// LLM is the client that makes the workers' skynet.llm() calls.
+func (p *Pool) LLM() *llm.Client { return p.llm }
+
+// Stats returns the pool's counts so far.
+func (p *Pool) Stats() Stats {
+	p.statsMu.Lock()
+	s := p.shown
+	p.statsMu.Unlock()
+	s.Models = map[llm.Role]llm.Stats{}
+	for _, r := range []llm.Role{llm.RoleMetric, llm.RoleReflection, llm.RoleTask} {
+		s.Models[r] = p.llm.Stats(r)
+	}
+	return s
+}
+
+// Close stops the workers: cases not yet scored get canceled results
+// (errors.Is(r.Err, engine.ErrClosed)), a call in flight is interrupted,
+// and a worker that does not exit within a few seconds is killed. Idempotent.
+func (p *Pool) Close() error {
+	p.closeOnce.Do(func() {
+		close(p.quit)
+		<-p.loopDone
+	})
+	return nil
+}
+
+// Task is one case for Run: a case-file line, or a result decided already.
+type Task struct {
+	// ID is the case's id; a worker's result must carry it.
+	ID string
+	// Line numbers the case for the worker's messages and the id of a line
+	// without one: its line in a case file, its row in a dataset.
+	Line int
+	// Case is the case as a line of a case file (engine.ParseCase's).
+	Case []byte
+	// Observation is what a result made here carries (a crash, a cancel).
+	Observation engine.Observation
+	// Result, when set, is the case's result already (a line that could
+	// not be read): Run passes it through in its place.
+	Result *engine.Result
+	// Record is the outcome once Run hands the task back.
+	Record Record
+
+	seq     int
+	art     uint32
+	withRun bool
+	s       *stream
+	state   atomic.Int32 // taskPending, taskSetting, taskDone
+}
+
+const (
+	taskPending int32 = iota
+	taskSetting
+	taskDone
+)
+
+// finish sets the task's record once; the first to come wins.
+func (t *Task) finish(r Record) bool {
+	if !t.state.CompareAndSwap(taskPending, taskSetting) {
+		return false
+	}
+	t.Record = r
+	t.state.Store(taskDone)
+	t.s.signal()
+	return true
+}
+
+// made finishes the task with a result made in this process.
+func (t *Task) made(kind engine.ErrorKind, msg string) bool {
+	r := engine.Result{ID: t.ID, Feedback: msg, Err: &engine.CaseError{Kind: kind, Message: msg}, Observation: t.Observation}
+	return t.finish(RecordOf(r, t.withRun))
+}
+
+// Run scores the tasks it reads, batch by batch, and returns them, with
+// their Record set, in the order read. The output closes after the input
+// closes and every task read has its record; when ctx ends first, the
+// tasks read and not finished are returned canceled at once, and no more
+// of the input is read.
+func (p *Pool) Run(ctx context.Context, tasks <-chan []*Task) <-chan []*Task {
+	return p.run(ctx, 0, tasks)
+}
+
+// RunProgram is Run for a program's cases: each task's case line holds the
+// input (and expected); the worker runs run(artifact, input) and scores
+// what it returns. artifact crosses as JSON.
+func (p *Pool) RunProgram(ctx context.Context, artifact any, tasks <-chan []*Task) (<-chan []*Task, error) {
+	if p.opts.Program == "" {
+		return nil, errors.New("pool: no program: open the pool with Options.Program")
+	}
+	b, err := json.Marshal(artifact)
+	if err != nil {
+		return nil, fmt.Errorf("pool: the artifact: %w", err)
+	}
+	req := artReq{value: b, id: make(chan uint32, 1)}
+	select {
+	case p.artReqs <- req:
+	case <-p.loopDone:
+		return nil, engine.ErrClosed
+	}
+	id := <-req.id
+	out := p.run(ctx, id, tasks)
+	done := make(chan []*Task, cap(out))
+	go func() { // the artifact is dropped once its stream is done
+		for b := range out {
+			done <- b
+		}
+		close(done)
+		select {
+		case p.artReqs <- artReq{drop: id}:
+		case <-p.loopDone:
+		}
+	}()
+	return done, nil
+}
+
+// stream is one Run: the tasks in its window, in a ring by their seq.
+type stream struct {
+	id   int64 // in the order Run was called
+	ctx  context.Context
+	ring []*Task
+	fed  atomic.Int64 // tasks placed in ring
+	wake chan struct{}
+}
+
+func (s *stream) signal() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+var streamSeq atomic.Int64
+
+func (p *Pool) window() int { return (p.want + 2) * maxInflight }
+
+func (p *Pool) run(ctx context.Context, art uint32, in <-chan []*Task) <-chan []*Task {
+	n := p.window()
+	s := &stream{id: streamSeq.Add(1), ctx: ctx, ring: make([]*Task, n), wake: make(chan struct{}, 1)}
+	out := make(chan []*Task, 16)
+	room := make(chan struct{}, n) // a token per task in the window
+	for range n {
+		room <- struct{}{}
+	}
+	inputDone := make(chan struct{})
+	go func() { // the feeder
+		defer close(inputDone)
+		defer s.signal()
+		seq := 0
+		for {
+			var batch []*Task
+			select {
+			case b, ok := <-in:
+				if !ok {
+					return
+				}
+				batch = b
+			case <-ctx.Done():
+				return // the rest of the input is not read
+			}
+			var send []*Task
+			for _, t := range batch {
+				select {
+				case <-room:
+				case <-ctx.Done():
+					return
+				}
+				t.seq, t.s, t.art, t.withRun = seq, s, art, art != 0
+				s.ring[seq%n] = t
+				seq++
+				s.fed.Store(int64(seq))
+				if t.Result != nil {
+					t.finish(RecordOf(*t.Result, t.withRun))
+					continue
+				}
+				send = append(send, t)
+			}
+			if len(send) > 0 {
+				select {
+				case p.submit <- send:
+				case <-p.loopDone:
+					for _, t := range send {
+						t.made(engine.KindCanceled, "not scored: "+engine.ErrClosed.Error())
+					}
+				}
+			}
+			s.signal()
+		}
+	}()
+	go func() { // the consumer: results in order
+		defer close(out)
+		next := 0
+		for {
+			fed := int(s.fed.Load())
+			var batch []*Task
+			for next < fed {
+				t := s.ring[next%n]
+				if t.state.Load() != taskDone {
+					break
+				}
+				s.ring[next%n] = nil
+				batch = append(batch, t)
+				next++
+			}
+			if len(batch) > 0 {
+				out <- batch
+				for range batch {
+					room <- struct{}{}
+				}
+				continue
+			}
+			select {
+			case <-inputDone:
+				if next == int(s.fed.Load()) {
+					return
+				}
+			default:
+			}
+			select {
+			case <-s.wake:
+			case <-ctx.Done():
+				<-inputDone // the feeder stops at ctx.Done: no task comes in after it
+				cancelRest(s, next, n, ctx)
+				var rest []*Task
+				for fed := int(s.fed.Load()); next < fed; next++ {
+					rest = append(rest, s.ring[next%n])
+				}
+				if len(rest) > 0 {
+					out <- rest
+				}
+				return
+			}
+		}
+	}()
+	return out
+}
+
+// cancelRest gives the stream's unfinished tasks canceled results.
+func cancelRest(s *stream, next, n int, ctx context.Context) {
+	why := ctx.Err()
+	for i, fed := next, int(s.fed.Load()); i < fed; i++ {
+		t := s.ring[i%n]
+		if !t.made(engine.KindCanceled, fmt.Sprintf("not scored: %v", why)) {
+			for t.state.Load() != taskDone {
+				runtime.Gosched() // a result being set
+			}
+		}
+	}
+}
+
+// ScoreAll scores a stream of cases in the workers; results come in input
+// order with their index. window is ignored (the pool keeps its own);
+// it is there so that ScoreAll has engine's signature.
+func (p *Pool) ScoreAll(ctx context.Context, cases iter.Seq[engine.Case], window int) iter.Seq2[int, engine.Result] {
+	return p.scoreSeq(ctx, cases, nil, false)
+}
+
+// Evaluate runs the program on each case with the artifact, in the
+// workers, and scores what it returns (engine.Evaluate's contract; the
+// artifact crosses as JSON, and Result.Output comes back as JSON values).
+func (p *Pool) Evaluate(ctx context.Context, artifact any, cases iter.Seq[engine.Case]) iter.Seq2[int, engine.Result] {
+	return p.scoreSeq(ctx, cases, artifact, true)
+}
+
+// Score scores one case in a worker.
+func (p *Pool) Score(ctx context.Context, c engine.Case) engine.Result {
+	for _, r := range p.scoreSeq(ctx, func(yield func(engine.Case) bool) { yield(c) }, nil, false) {
+		return r
+	}
+	return engine.Result{ID: c.ID, Err: &engine.CaseError{Kind: engine.KindCanceled, Message: "not scored"}}
+}
+
+func (p *Pool) scoreSeq(ctx context.Context, cases iter.Seq[engine.Case], artifact any, program bool) iter.Seq2[int, engine.Result] {
+	return func(yield func(int, engine.Result) bool) {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		in := make(chan []*Task, 4)
+		go func() {
+			defer close(in)
+			line := 0
+			for c := range cases {
+				line++
+				t := &Task{ID: c.ID, Line: line, Observation: c.Observation}
+				if program {
+					c.Output = nil
+				}
+				var err error
+				if t.Case, err = CaseLine(c); err != nil {
+					r := engine.Result{ID: c.ID, Feedback: err.Error(), Err: &engine.CaseError{Kind: engine.KindInput,
+						Message: fmt.Sprintf("case %s: %v", c.ID, err)}, Observation: c.Observation}
+					t.Result = &r
+				}
+				select {
+				case in <- []*Task{t}:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}()
+		var out <-chan []*Task
+		if program {
+			var err error
+			if out, err = p.RunProgram(ctx, artifact, in); err != nil {
+				i := 0
+				for t := range in {
+					for range t {
+						if !yield(i, engine.Result{Err: &engine.CaseError{Kind: engine.KindRun, Message: err.Error()}}) {
+							return
+						}
+						i++
+					}
+				}
+				return
+			}
+		} else {
+			out = p.Run(ctx, in)
+		}
+		i := 0
+		for batch := range out {
+			for _, t := range batch {
+				r, err := ParseResult(t.Record.Line)
+				if err != nil {
+					r = engine.Result{ID: t.ID, Err: &engine.CaseError{Kind: engine.KindCrash, Message: err.Error()}}
+				}
+				if r.Err != nil && r.Err.Kind == engine.KindCanceled && ctx.Err() != nil {
+					r.Err = canceledError(r.Err.Message, ctx)
+				}
+				if !yield(i, r) {
+					return
+				}
+				i++
+			}
+		}
+	}
+}
+
+// Check runs the contract check in one worker: the load-time checks, then
+// score on the first Samples cases (engine.Check's), each return value
+// validated. A worker that dies or hangs on a sample case fails the check.
+func (p *Pool) Check(ctx context.Context, cases []engine.Case) []engine.Check {
+	n := p.opts.Samples
+	if n <= 0 {
+		n = engine.DefaultSamples
+	}
+	var lines [][]byte
+	for _, c := range cases[:min(n, len(cases))] {
+		b, err := CaseLine(c)
+		if err != nil {
+			return []engine.Check{{Name: engine.CheckReturnValue, Case: c.ID, Message: err.Error()}}
+		}
+		lines = append(lines, b)
+	}
+	call := &checkCall{cases: lines, reply: make(chan []engine.Check, 1),
+		deadline: time.Now().Add(time.Duration(max(len(lines), 1))*(p.opts.Timeout+killGrace) + killGrace)}
+	select {
+	case p.checkReqs <- call:
+	case <-p.loopDone:
+		return []engine.Check{{Name: engine.CheckReturnValue, Message: "not run: " + engine.ErrClosed.Error()}}
+	case <-ctx.Done():
+		return []engine.Check{{Name: engine.CheckReturnValue, Message: "not run: " + ctx.Err().Error()}}
+	}
+	select {
+	case checks := <-call.reply:
+		return checks
+	case <-ctx.Done():
+		return []engine.Check{{Name: engine.CheckReturnValue, Message: "not finished: " + ctx.Err().Error()}}
+	}
+}
+
+// canceledError is a canceled case's error when the caller's ctx ended.
+func canceledError(msg string, ctx context.Context) *engine.CaseError {
+	return engine.NewCanceledError(msg, ctx)
+}
+
+// lockedWriter serialises writes: workers' stderr is passed on from
+// goroutines of their own while the pool (and its caller) write notices.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}
+
+// Unwrap is the writer underneath, for a caller that asks whether it is a terminal.
+func (l *lockedWriter) Unwrap() io.Writer { return l.w }
+
+// SyncWriter wraps w once so that writes from several goroutines (the
+// workers' stderr, the pool's notices, a caller's own) come out whole.
+func SyncWriter(w io.Writer) io.Writer {
+	if _, ok := w.(*lockedWriter); ok {
+		return w
+	}
+	return &lockedWriter{w: w}
+}
+
+func uint64Bytes(v uint64) []byte { return binary.LittleEndian.AppendUint64(nil, v) }

@@ -1,0 +1,238 @@
+package pool
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/skynetml/skynet/engine"
+)
+
+// ResultLine is one line of a results file (SPEC §4, plus logs, warnings
+// and the side info's extra keys when there are any; output and
+// observation for a program's cases), as AppendResult writes it.
+type ResultLine struct {
+	ID          string             `json:"id"`
+	Score       float64            `json:"score"`
+	Feedback    string             `json:"feedback"`
+	Scores      map[string]float64 `json:"scores"`
+	Error       *ErrorField        `json:"error"`
+	MS          float64            `json:"ms"`
+	Extra       map[string]any     `json:"extra,omitempty"`
+	Warnings    []string           `json:"warnings,omitempty"`
+	Logs        string             `json:"logs,omitempty"`
+	Output      any                `json:"output,omitempty"`
+	Observation *ObservationField  `json:"observation,omitempty"`
+}
+
+// ErrorField is a results line's "error".
+type ErrorField struct {
+	Kind      engine.ErrorKind `json:"kind"`
+	Message   string           `json:"message"`
+	Traceback string           `json:"traceback,omitempty"`
+}
+
+// ObservationField is a program case's "observation": what was measured.
+type ObservationField struct {
+	RunMS        *float64 `json:"run_ms"`
+	CostUSD      *float64 `json:"cost_usd"`
+	ModelCalls   *int64   `json:"model_calls"`
+	InputTokens  *int64   `json:"input_tokens"`
+	OutputTokens *int64   `json:"output_tokens"`
+}
+
+// ParseResult reads a results line back into the Result it was written
+// from; what JSON cannot hold (run's output as a Python object) comes
+// back as JSON values.
+func ParseResult(line []byte) (engine.Result, error) {
+	var l ResultLine
+	if err := json.Unmarshal(line, &l); err != nil {
+		return engine.Result{}, fmt.Errorf("pool: a result line: %w", err)
+	}
+	r := engine.Result{ID: l.ID, Score: l.Score, Feedback: l.Feedback, Scores: l.Scores, Extra: l.Extra,
+		Warnings: l.Warnings, Logs: l.Logs, Output: l.Output, Duration: time.Duration(math.Round(l.MS * 1e6))}
+	if r.Scores == nil {
+		r.Scores = map[string]float64{}
+	}
+	if l.Error != nil {
+		r.Err = &engine.CaseError{Kind: l.Error.Kind, Message: l.Error.Message, Traceback: l.Error.Traceback}
+	}
+	if o := l.Observation; o != nil {
+		r.Observation = engine.Observation{RunMS: o.RunMS, CostUSD: o.CostUSD, ModelCalls: o.ModelCalls,
+			InputTokens: o.InputTokens, OutputTokens: o.OutputTokens}
+	}
+	return r, nil
+}
+
+// AppendResult writes one results line (the shape of ResultLine) without
+// reflection: on a large file this is the CLI's hottest Go code.
+func AppendResult(b []byte, r engine.Result, withRun bool) []byte {
+	b = append(b, `{"id":`...)
+	b = appendString(b, r.ID)
+	b = append(b, `,"score":`...)
+	b = appendFloat(b, r.Score)
+	b = append(b, `,"feedback":`...)
+	b = appendString(b, r.Feedback)
+	b = append(b, `,"scores":{`...)
+	names := make([]string, 0, len(r.Scores))
+	for k := range r.Scores {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for i, k := range names {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, k)
+		b = append(b, ':')
+		b = appendFloat(b, r.Scores[k])
+	}
+	b = append(b, `},"error":`...)
+	if r.Err == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, `{"kind":`...)
+		b = appendString(b, string(r.Err.Kind))
+		b = append(b, `,"message":`...)
+		b = appendString(b, r.Err.Message)
+		if r.Err.Traceback != "" {
+			b = append(b, `,"traceback":`...)
+			b = appendString(b, r.Err.Traceback)
+		}
+		b = append(b, '}')
+	}
+	b = append(b, `,"ms":`...)
+	b = appendFloat(b, math.Round(float64(r.Duration.Microseconds()))/1000)
+	if len(r.Extra) > 0 {
+		if extra, err := json.Marshal(r.Extra); err == nil {
+			b = append(b, `,"extra":`...)
+			b = append(b, extra...)
+		}
+	}
+	if len(r.Warnings) > 0 {
+		b = append(b, `,"warnings":[`...)
+		for i, w := range r.Warnings {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, w)
+		}
+		b = append(b, ']')
+	}
+	if r.Logs != "" {
+		b = append(b, `,"logs":`...)
+		b = appendString(b, r.Logs)
+	}
+	if withRun {
+		if out, err := json.Marshal(r.Output); err == nil {
+			b = append(b, `,"output":`...)
+			b = append(b, out...)
+		}
+		if obs, err := json.Marshal(observationJSON(r.Observation)); err == nil {
+			b = append(b, `,"observation":`...)
+			b = append(b, obs...)
+		}
+	}
+	return append(b, '}')
+}
+
+// observationJSON writes every field, null where not measured.
+func observationJSON(o engine.Observation) map[string]any {
+	m := map[string]any{"run_ms": nil, "cost_usd": nil, "model_calls": nil, "input_tokens": nil, "output_tokens": nil}
+	if o.RunMS != nil {
+		m["run_ms"] = math.Round(*o.RunMS*1000) / 1000
+	}
+	if o.CostUSD != nil {
+		m["cost_usd"] = *o.CostUSD
+	}
+	if o.ModelCalls != nil {
+		m["model_calls"] = *o.ModelCalls
+	}
+	if o.InputTokens != nil {
+		m["input_tokens"] = *o.InputTokens
+	}
+	if o.OutputTokens != nil {
+		m["output_tokens"] = *o.OutputTokens
+	}
+	return m
+}
+
+// appendFloat formats like encoding/json: shortest form, exponent only for
+// very large or small magnitudes.
+func appendFloat(b []byte, f float64) []byte {
+	abs := math.Abs(f)
+	format := byte('f')
+	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	return strconv.AppendFloat(b, f, format, -1, 64)
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString writes s as a JSON string; invalid UTF-8 becomes U+FFFD.
+func appendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i++
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+// caseLine is a case as a line of a case file, for a worker to parse.
+type caseLine struct {
+	ID          string            `json:"id"`
+	Input       any               `json:"input"`
+	Output      any               `json:"output"`
+	Expected    any               `json:"expected"`
+	Observation *ObservationField `json:"observation,omitempty"`
+}
+
+// CaseLine is c as a line of a case file (engine.ParseCase reads it back),
+// as a Task carries it to a worker. Values cross as JSON: a value JSON
+// cannot hold is an error.
+func CaseLine(c engine.Case) ([]byte, error) {
+	l := caseLine{ID: c.ID, Input: c.Input, Output: c.Output, Expected: c.Expected}
+	if o := c.Observation; o != (engine.Observation{}) {
+		l.Observation = &ObservationField{RunMS: o.RunMS, CostUSD: o.CostUSD, ModelCalls: o.ModelCalls,
+			InputTokens: o.InputTokens, OutputTokens: o.OutputTokens}
+	}
+	return json.Marshal(l)
+}
