@@ -177,7 +177,7 @@ func workerMain(version string) int {
 		defer close(stop)
 		w.serve(e)
 		w.noteSignals(e, j.Threads) // a run shorter than watch's tick
-		e.Close() // its main-thread worker ends while ServeMainThread still serves
+		e.Close()                   // its main-thread worker ends while ServeMainThread still serves
 	}()
 	if err := cpython.ServeMainThread(stop); err != nil { // the engine's first thread scores here
 		fmt.Fprintf(os.Stderr, "skynet worker: %v\n", err)

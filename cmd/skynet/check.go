@@ -127,4 +127,3 @@ func readSamples(path string, n int) ([]engine.Case, error) {
 	}
 	return cases, nil
 }
-

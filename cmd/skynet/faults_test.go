@@ -98,7 +98,7 @@ func TestCrashersLoseNothing(t *testing.T) {
 		{file: "kills_itself.py", kind: "crash", says: "SIGKILL"},
 		{file: "closes_fds.py", kind: "crash", says: "channel|exit code 2"}, // 2: the Go runtime fails on its closed epoll fd first
 		{file: "writes_every_fd.py", kind: "crash", says: "corrupted"},
-		{file: "cpu_rlimit.py", kind: "crash", says: "SIGXCPU", timeout: "10s"}, // as under python3: the soft limit's default action
+		{file: "cpu_rlimit.py", kind: "crash", says: "SIGXCPU", timeout: "10s"},   // as under python3: the soft limit's default action
 		{file: "switch_interval.py", kind: "timeout", says: "timed out after 1s"}, // the engine's own result, or the kill's ("could not be stopped") when it never came
 		{file: "regex_wedge.py", kind: "timeout", says: "timed out"},
 		{file: "forks.py", kind: "", says: ""},
