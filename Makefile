@@ -94,14 +94,14 @@ bench-cli: build
 	$(or $(PY),python3) -c "import json; l=[json.loads(x) for x in open('$(EXAMPLE)/cases.jsonl') if x.strip()]; open('bin/big.jsonl','w').write(''.join(json.dumps(dict(l[i%len(l)], id=f'c{i}'))+'\n' for i in range(200000)))"
 	./$(BIN) bench --metric $(EXAMPLE)/metric.py --cases 50000 --runs 5 --file bin/big.jsonl
 
-# A metric that does real work (difflib, ~200 us a case) on 4,000 cases: the
-# engine with 1 and N interpreters (INTERPRETERS, default auto), the plain
-# script and a multiprocessing.Pool(N) script, as ratios. Interpreters beyond
-# one need CPython 3.12+: make bench-cpu PYTHON=~/.pyenv/versions/3.12.1/bin/python3
-INTERPRETERS ?= auto
+# A metric that does real work (difflib, ~200 us a case) on 4,000 cases:
+# skynet score with 1 and N worker processes (PROCESSES, default auto: one
+# per CPU), the plain script and a multiprocessing.Pool(N) script, as ratios,
+# with each path's peak RSS.
+PROCESSES ?= auto
 bench-cpu: build
 	$(or $(PY),python3) testdata/difflib/make_cases.py 4000 > bin/difflib.jsonl
-	./$(BIN) bench --metric testdata/difflib/metric.py --file bin/difflib.jsonl --file-only --runs 5 --interpreters $(INTERPRETERS)
+	./$(BIN) bench --metric testdata/difflib/metric.py --file bin/difflib.jsonl --file-only --runs 5 --processes $(PROCESSES)
 
 # The full soaks: RSS after 1,000,000 cases within 5 MB of RSS after 10,000,
 # and 100,000 judge cases against a model server injecting faults (make test

@@ -440,7 +440,11 @@ func (e *Engine) poll() *parcel {
 // real work) that nothing waiting for them should spin: a spinning waiter
 // takes CPU from the threads scoring them, and a wake-up is cheap
 // beside a case.
-func (e *Engine) slowCases() bool { return time.Duration(e.avgCase.Load()) > spinFor/8 }
+//
+// A group whose cases take longer than spinFor in all counts: waiting on it
+// by spinning would burn most of a core for nothing (a wake-up costs µs), and
+// in a pool of worker processes that core is another worker's.
+func (e *Engine) slowCases() bool { return time.Duration(e.avgCase.Load())*maxBatch > spinFor }
 
 // noteIdle adds how long a worker waited for work to the moving average
 // poll consults. A wait longer than spinFor is a pause between streams, not

@@ -22,7 +22,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/skynetml/skynet/cpython"
@@ -58,9 +57,9 @@ type benchReport struct {
 	// with more than one, the file is also scored with one, and by a
 	// multiprocessing.Pool script with as many processes.
 	Processes int `json:"processes"`
-	// PeakRSSMB is, per --file path, the largest resident set of any one
-	// of its processes (MiB, the most of any run): a worker's cost for
-	// skynet score, a pool process's for Pool(N).
+	// PeakRSSMB is, per --file path, the most memory its processes held at
+	// once (the sum of their resident sets, MiB), measured in a pass of its
+	// own after the timed runs.
 	PeakRSSMB map[string]float64 `json:"peak_rss_mb,omitempty"`
 	// Python is the python3 the baselines ran: the embedded CPython's own.
 	Python string `json:"python"`
@@ -182,6 +181,10 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	}
 	samples := map[string][]float64{}
 	var roundTrips []float64
+	var rssSteps []struct {
+		name string
+		fn   func() (float64, error)
+	}
 	for r := 0; r < *runs; r++ {
 		if rt, ok := coreRoundTrip(); ok {
 			roundTrips = append(roundTrips, float64(rt.Nanoseconds()))
@@ -229,6 +232,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 				slices.Reverse(fileSteps)
 			}
 			steps = append(steps, fileSteps...)
+			rssSteps = fileSteps
 		}
 		for _, s := range steps {
 			runtime.GC() // as testing does before a benchmark: no collection left running into the next path
@@ -239,6 +243,15 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 				return exitCheck
 			}
 			samples[s.name] = append(samples[s.name], ns)
+		}
+	}
+	// Memory in a pass of its own: sampling it would slow the timed runs.
+	b.measuring = true
+	for _, s := range rssSteps {
+		b.step = s.name
+		if _, err := s.fn(); err != nil {
+			fmt.Fprintf(stderr, "skynet bench: %s: %v\n", s.name, err)
+			return exitCheck
 		}
 	}
 	rep := benchReport{Cases: *n, Runs: *runs, NSPerCase: map[string]float64{}, Ratios: map[string]float64{}, Bars: map[string]bool{}, Samples: samples,
@@ -329,7 +342,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout)
 		for _, k := range []string{"skynet_score_file", "skynet_score_file_1", "python_script_file", "python_pool_file"} {
 			if v, ok := rep.PeakRSSMB[k]; ok {
-				fmt.Fprintf(stdout, "  peak RSS %-23s %7.1f MiB (its largest process)\n", k, v)
+				fmt.Fprintf(stdout, "  peak RSS %-23s %7.1f MiB (all its processes)\n", k, v)
 			}
 		}
 	}
@@ -449,7 +462,8 @@ type bench struct {
 	fileScores     []float64 // the first file path's, to check the others against
 	fileScoresFrom string
 	step           string             // the path being timed
-	rss            map[string]float64 // peak RSS of a process, MiB, by --file path
+	measuring      bool               // file paths run to measure memory, untimed
+	rss            map[string]float64 // peak RSS of the process tree, MiB, by --file path
 }
 
 func (b *bench) engine() (float64, error) {
@@ -818,16 +832,15 @@ func (b *bench) timeFile(file, out, name string, args ...string) (float64, error
 	if err != nil {
 		return 0, err
 	}
+	if b.measuring {
+		return 0, b.peakRSS(exec.Command(name, args...))
+	}
 	start := time.Now()
 	cmd := exec.Command(name, args...)
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		return 0, fmt.Errorf("%v: %s", err, msg)
 	}
 	ns := float64(time.Since(start).Nanoseconds()) / float64(lines)
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		// wait4's ru_maxrss: the largest of the process and its descendants (KiB).
-		b.rss[b.step] = max(b.rss[b.step], float64(ru.Maxrss)/1024)
-	}
 	scores, err := fileScores(out)
 	if err != nil {
 		return 0, err
@@ -838,6 +851,71 @@ func (b *bench) timeFile(file, out, name string, args ...string) (float64, error
 		return 0, fmt.Errorf("%s against %s: %v", filepath.Base(out), b.fileScoresFrom, err)
 	}
 	return ns, nil
+}
+
+// peakRSS runs cmd and records, under b.step, the most memory its process
+// tree held at once (the sum of its processes' RSS, sampled every 10 ms).
+func (b *bench) peakRSS(cmd *exec.Cmd) error {
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	page := float64(os.Getpagesize())
+	peak := 0.0
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-done:
+			if err != nil {
+				return fmt.Errorf("%v: %s", err, out.Bytes())
+			}
+			b.rss[b.step] = peak / (1 << 20)
+			return nil
+		case <-tick.C:
+			peak = max(peak, float64(treeRSSPages(cmd.Process.Pid))*page)
+		}
+	}
+}
+
+// treeRSSPages sums the resident pages of pid and its descendants.
+func treeRSSPages(pid int) int64 {
+	ents, _ := os.ReadDir("/proc")
+	parent := map[int]int{}
+	for _, e := range ents {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces and parentheses.
+		if i := bytes.LastIndexByte(b, ')'); i > 0 {
+			if f := strings.Fields(string(b[i+1:])); len(f) > 1 {
+				parent[p], _ = strconv.Atoi(f[1])
+			}
+		}
+	}
+	var total int64
+	for p := range parent {
+		for q := p; q > 1; q = parent[q] {
+			if q == pid {
+				if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/statm", p)); err == nil {
+					if f := strings.Fields(string(b)); len(f) > 1 {
+						n, _ := strconv.ParseInt(f[1], 10, 64)
+						total += n
+					}
+				}
+				break
+			}
+		}
+	}
+	return total
 }
 
 // fileScores reads the scores of a results file, in order.
