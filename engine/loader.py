@@ -131,6 +131,7 @@ def run_arity(module):
 # threads. It behaves as signal.signal otherwise: same result, same errors.
 _watched = {}       # file -> how many engines watch it
 _signal_uses = {}   # file (None: no watched file on the stack) -> [where, via, main thread]
+_fork_uses = {}     # the same, for os.fork
 _main_ident = None  # the main thread, where watch_signals is first called
 _stdlib = ()        # the standard library's folders
 
@@ -158,6 +159,20 @@ def watch_signals(path):
     watched._skynet_watched = True
     signal.signal = watched
 
+    # os.fork too (multiprocessing's fork start method calls it): a child
+    # forked from a process with other threads running can deadlock.
+    fork = getattr(os, "fork", None)
+    if fork is not None:
+        @functools.wraps(fork)
+        def watched_fork():
+            try:
+                _note_fork(sys._getframe(1))
+            except Exception:
+                pass
+            return fork()
+
+        os.fork = watched_fork
+
 
 def unwatch_signals(*paths):
     for path in paths:
@@ -166,6 +181,7 @@ def unwatch_signals(*paths):
             if _watched[path] == 0:
                 del _watched[path]
                 _signal_uses.pop(path, None)
+                _fork_uses.pop(path, None)
 
 
 def signal_use(*paths):
@@ -174,6 +190,26 @@ def signal_use(*paths):
         if key in _signal_uses:
             return _signal_uses[key]
     return None
+
+
+def fork_use(*paths):
+    """The first os.fork call of any of paths, else one no watched file made, or None."""
+    for key in [p for p in paths if p] + [None]:
+        if key in _fork_uses:
+            return _fork_uses[key]
+    return None
+
+
+def _note_fork(caller):
+    frame = caller
+    while frame is not None and frame.f_code.co_filename not in _watched:
+        frame = frame.f_back
+    key = frame.f_code.co_filename if frame is not None else None
+    if key in _fork_uses:
+        return
+    via = _where(caller)
+    where = _where(frame) if frame is not None else via
+    _fork_uses[key] = [where, via if via != where else "", _thread.get_ident() == _main_ident]
 
 
 def _in_stdlib(path):

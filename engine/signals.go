@@ -8,9 +8,10 @@ import (
 
 // CheckThreads is listed when a MainThread engine scores on several threads
 // (Options.Threads > 1) and the metric or program set a signal handler, at
-// import or in a sample case. Only the main thread can: cases scored on the
-// others get ValueError from signal.signal, which graders often swallow into
-// a score of 0. It is a notice, not a failure (OK is true).
+// import or in a sample case: only the main thread can, and cases scored on
+// the others get ValueError from signal.signal, which graders often swallow
+// into a score of 0. Failing that, when it forked: a child forked while
+// other threads run can deadlock. It is a notice, not a failure (OK is true).
 const CheckThreads = "threads"
 
 // SignalUse is where a MainThread engine's metric or program first called
@@ -40,14 +41,24 @@ func (u SignalUse) String() string {
 // SignalUse reports where the metric or program first set a signal handler
 // (signal.signal), at import or in a case; only a MainThread engine watches
 // for it. It takes the GIL.
-func (e *Engine) SignalUse() (SignalUse, bool) {
+func (e *Engine) SignalUse() (SignalUse, bool) { return e.callSite("signal_use") }
+
+// ForkUse reports, in the same form, where the metric or program first
+// called os.fork (multiprocessing's fork start method does): a child forked
+// while other threads run can deadlock on a lock one of them held, so with
+// Threads > 1 such a metric may not score as it does under python3. Only a
+// MainThread engine watches for it.
+func (e *Engine) ForkUse() (SignalUse, bool) { return e.callSite("fork_use") }
+
+// callSite asks the loader for a watched call's first site.
+func (e *Engine) callSite(fn string) (SignalUse, bool) {
 	if !e.mainThread || e.py == nil || e.py.loader == nil {
 		return SignalUse{}, false
 	}
 	var v any
 	var err error
 	if gerr := cpython.WithGIL(func(g *cpython.GIL) {
-		v, err = e.loaderCall(g, e.py, "signal_use", e.path, e.programPath)
+		v, err = e.loaderCall(g, e.py, fn, e.path, e.programPath)
 	}); gerr != nil || err != nil {
 		return SignalUse{}, false
 	}
@@ -69,6 +80,11 @@ func (e *Engine) threadsNotice() (Check, bool) {
 	}
 	u, ok := e.SignalUse()
 	if !ok {
+		if f, ok := e.ForkUse(); ok {
+			return Check{Name: CheckThreads, OK: true, Message: fmt.Sprintf(
+				"%s forks (os.fork; multiprocessing's fork start method calls it); with Threads %d, a child forked while the other threads run can deadlock on a lock one of them held. Use Threads 1, with more worker processes, instead",
+				f, e.threads)}, true
+		}
 		return Check{}, false
 	}
 	ran := ""

@@ -122,7 +122,7 @@ type worker struct {
 	callID uint64
 	arts   artifacts[json.RawMessage]
 
-	saidSignals atomic.Bool
+	saidSignals, saidFork atomic.Bool
 }
 
 func workerMain(version string) int {
@@ -424,14 +424,23 @@ func (w *worker) watch(e *engine.Engine, threads int, stop <-chan struct{}) {
 	}
 }
 
-// noteSignals tells the parent, once, of a metric that sets signal
-// handlers while cases run on several threads.
+// noteSignals tells the parent, once each, of a metric that sets signal
+// handlers or forks while cases run on several threads.
 func (w *worker) noteSignals(e *engine.Engine, threads int) {
-	if threads < 2 || w.saidSignals.Load() {
+	if threads < 2 || (w.saidSignals.Load() && w.saidFork.Load()) {
 		return
 	}
-	if u, ok := e.SignalUse(); ok && w.saidSignals.CompareAndSwap(false, true) {
-		w.fw.send(frameNotice, []byte(signalNotice(u, threads)))
+	if !w.saidSignals.Load() {
+		if u, ok := e.SignalUse(); ok && w.saidSignals.CompareAndSwap(false, true) {
+			w.fw.send(frameNotice, []byte(signalNotice(u, threads)))
+		}
+	}
+	if w.saidFork.Load() {
+		return
+	}
+	if u, ok := e.ForkUse(); ok && w.saidFork.CompareAndSwap(false, true) {
+		w.fw.send(frameNotice, []byte(fmt.Sprintf("%s forks (os.fork; multiprocessing's fork start method calls it) while cases run on %d threads a process: a child forked while other threads run can deadlock on a lock one of them held, and its case then times out or scores differently. Use 1 thread a process (the default) and more processes instead",
+			u, threads)))
 	}
 }
 

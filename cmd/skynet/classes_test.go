@@ -27,6 +27,12 @@ var metricClasses = []string{"signal_timeout", "mp_spawn", "sympy_equiv", "mp_fo
 // its reference runs on cases_nocrash.jsonl (the same cases without it).
 var classCrashes = map[string]string{"crash_one": "co07"}
 
+// classForks is the metric line that starts a fork-context Process, by
+// class: with several threads a process, such a metric is warned about
+// (a fork while other threads run can deadlock its child) and its scores
+// are not compared.
+var classForks = map[string]int{"mp_fork": 52}
+
 // refLine is one line of reference.py's output: feedback is null and error
 // "Type: message" when score raised.
 type refLine struct {
@@ -236,6 +242,19 @@ func TestMetricClasses(t *testing.T) {
 					for _, s := range []string{where, "signal.signal", "main thread"} {
 						if !strings.Contains(stderr, s) {
 							assert.Fail(t, "no warning", "%s [%s]: stderr should warn that %s sets a signal handler (signal.signal), which only the main thread can; it lacks %q\nstderr: %s",
+								class, mode.name, where, s, stderr)
+							break
+						}
+					}
+					continue
+				}
+				if forkLine := classForks[class]; forkLine > 0 && mode.threads {
+					// A fork while other threads run may deadlock the child:
+					// not comparable, but said.
+					where := fmt.Sprintf("metric.py:%d", forkLine)
+					for _, s := range []string{where, "forks (os.fork", "1 thread a process"} {
+						if !strings.Contains(stderr, s) {
+							assert.Fail(t, "no warning", "%s [%s]: stderr should warn that %s forks while cases run on several threads; it lacks %q\nstderr: %s",
 								class, mode.name, where, s, stderr)
 							break
 						}
