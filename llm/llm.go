@@ -101,6 +101,11 @@ func ConfigFromEnv() Config {
 	return c
 }
 
+// KeyVars are the environment variables that may hold an API key, which
+// no Python code should see (ScrubEnv; package pool leaves them out of its
+// workers' environment).
+func KeyVars() []string { return append([]string(nil), keyVars...) }
+
 // ScrubEnv removes the API key variables from the process environment, so
 // an interpreter started afterwards (or a child process) never sees them.
 func ScrubEnv() {

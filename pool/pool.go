@@ -33,6 +33,8 @@ import (
 	"iter"
 	"os"
 	"runtime"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -243,10 +245,10 @@ func Open(opts Options) (*Pool, error) {
 	}
 	want := opts.Processes
 	if want == 0 {
-		want = runtime.NumCPU()
+		want = AutoProcesses()
 	}
 	p := &Pool{
-		opts: opts, job: jobOf(opts.Options, client), exe: exe, dir: dir, argv0: os.Args[0], env: os.Environ(),
+		opts: opts, job: jobOf(opts.Options, client), exe: exe, dir: dir, argv0: os.Args[0], env: workerEnviron(),
 		stderr: SyncWriter(stderr), llm: client, want: want,
 		culprit: "the metric", callName: "score",
 		events: make(chan event, 256), submit: make(chan []*Task, 64), checkReqs: make(chan *checkCall),
@@ -272,6 +274,23 @@ func Open(opts Options) (*Pool, error) {
 		return nil, err
 	}
 	return p, nil
+}
+
+// AutoProcesses is the default number of worker processes: one per CPU this
+// process may use (its affinity and, since Go 1.25, its cgroup CPU quota).
+func AutoProcesses() int { return max(1, min(runtime.NumCPU(), runtime.GOMAXPROCS(0))) }
+
+// workerEnviron is this process's environment without API keys: the
+// parent makes the model calls, and no metric should read a key.
+func workerEnviron() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains(llm.KeyVars(), name) {
+			env = append(env, kv)
+		}
+	}
+	return env
 }
 
 // Processes is how many worker processes the pool keeps.

@@ -217,15 +217,21 @@ func (fw *frameWriter) flusher() {
 	defer close(fw.stopped)
 	ping := time.NewTimer(pingEvery)
 	defer ping.Stop()
+	var last time.Time
 	for {
 		select {
 		case <-fw.stop:
 			return
 		case <-fw.kick:
+			// At once after a pause (one Score call waits on it); under
+			// load, results added meanwhile go in the next write.
+			if gap := time.Since(last); gap < flushGap {
+				time.Sleep(flushGap - gap)
+			}
 			if fw.flush() != nil {
 				os.Exit(exitLostChannel) // nothing this process does can reach the parent now
 			}
-			time.Sleep(flushGap) // results added meanwhile go in the next write
+			last = time.Now()
 		case <-ping.C:
 			fw.send(framePing)
 		}

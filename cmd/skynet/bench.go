@@ -26,6 +26,7 @@ import (
 
 	"github.com/skynetml/skynet/cpython"
 	"github.com/skynetml/skynet/engine"
+	"github.com/skynetml/skynet/pool"
 )
 
 //go:embed baseline/worker.py
@@ -103,7 +104,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	data := fs.String("data", "", "case file the cases are drawn from, cycled to --cases (default: cases.jsonl beside the metric)")
 	n := fs.Int("cases", 20000, "cases per path")
 	perProcess := fs.Int("per-process-cases", 20, "cases for the new-process-per-case baseline (it is slow)")
-	file := fs.String("file", "", "also compare `skynet score` on this JSONL file with the plain Python script")
+	file := fs.String("file", "", "also time skynet score on this JSONL file against the plain Python script (and Pool(N))")
 	runs := fs.Int("runs", 3, "runs; each figure is the median")
 	sv := &supervisorFlags{}
 	sv.addPoolFlags(fs)
@@ -147,7 +148,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	defer e.Close()
 	nProcs := int(sv.processes)
 	if nProcs == 0 {
-		nProcs = runtime.NumCPU()
+		nProcs = min(pool.AutoProcesses(), maxProcesses)
 	}
 	if *python == "" {
 		if *python, err = embeddedPython(); err != nil {

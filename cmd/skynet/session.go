@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"hash/maphash"
 	"io"
-	"runtime"
 	"strconv"
 	"syscall"
 	"time"
@@ -78,7 +77,7 @@ func renamed(fs *flag.FlagSet, stderr io.Writer) {
 func (sv *supervisorFlags) poolOptions(cmd string, opts engine.Options, total int, stderr io.Writer) pool.Options {
 	n := int(sv.processes)
 	if n == 0 {
-		n = runtime.NumCPU()
+		n = min(pool.AutoProcesses(), maxProcesses)
 	}
 	if total > 0 {
 		n = min(n, total)
