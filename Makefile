@@ -80,7 +80,7 @@ test-pythons:
 # frame pointers, so leaks are unwound from DWARF (fast_unwind_on_malloc=0) to
 # reach the Py* frames that the suppressions name.
 asan: deps
-	ASAN_OPTIONS=fast_unwind_on_malloc=0$(if $(ASAN_OPTIONS),:$(ASAN_OPTIONS)) LSAN_OPTIONS=suppressions=$(CURDIR)/build/lsan.supp$(if $(LSAN_OPTIONS),:$(LSAN_OPTIONS)) $(GO) test -asan -count=1 ./cpython ./skynetmod ./engine
+	ASAN_OPTIONS=fast_unwind_on_malloc=0$(if $(ASAN_OPTIONS),:$(ASAN_OPTIONS)) LSAN_OPTIONS=suppressions=$(CURDIR)/build/lsan.supp$(if $(LSAN_OPTIONS),:$(LSAN_OPTIONS)) $(GO) test -asan -count=1 ./cpython ./skynetmod ./engine ./pool
 
 # Go benchmarks of the engine paths (for benchstat), and the side-by-side CLI bench.
 bench: deps

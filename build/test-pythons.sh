@@ -4,8 +4,7 @@
 # build/pyenv.sh. One line per python, then a summary; a python that cannot
 # be built against (not a shared build, no -embed .pc, no venv) is skipped
 # with the reason. Finding none is not a failure. Logs: bin/test-pythons/.
-# On 3.12+, where several interpreters run Python at once, the C layer and
-# the engine also run under the race detector. Another build of the default
+# Another build of the default
 # build's minor version (pyenv's 3.11 beside Debian's) runs every package but
 # cmd/skynet, whose tests make test has run on that version (saves ~50 s of CI).
 set -uo pipefail
@@ -69,15 +68,12 @@ while IFS=$'\t' read -r version python; do
   fi
   log="$logs/$version.log"
   t0=$SECONDS
-  race=()
-  case "$version" in 3.1[2-9]*) race=(-race ./cpython ./skynetmod ./engine) ;; esac
   pkgs=(./...)
   if [ "${version%.*}" = "$default_minor" ]; then
-    pkgs=(./cpython ./skynetmod ./engine ./llm ./reward)
+    pkgs=(./cpython ./skynetmod ./engine ./pool ./llm ./reward)
     label="$label [the default build's minor version: C layer and engine only]"
   fi
-  if build/pyenv.sh "$python" $GO test -count=1 "${pkgs[@]}" >"$log" 2>&1 &&
-    { [ ${#race[@]} -eq 0 ] || build/pyenv.sh "$python" $GO test -count=1 "${race[@]}" >>"$log" 2>&1; }; then
+  if build/pyenv.sh "$python" $GO test -count=1 "${pkgs[@]}" >"$log" 2>&1; then
     echo "$label: ok ($((SECONDS - t0))s)"
     passed+=("$version")
   else
