@@ -10,7 +10,8 @@ package main
 //     prints (result lines by id, check and summary lines verbatim);
 //   - every command in the exit-code table exits with its row's code;
 //   - the reward's worked example is the score its command prints;
-//   - the Go example's lines are engine/example_test.go's;
+//   - each Go example's lines are its package's example_test.go's (pool's
+//     when it opens a pool, else engine's);
 //   - the Go version it names is go.mod's, the make targets it names exist,
 //     and its relative links (and those of docs/) lead to files.
 // The commands run in process, as the other tests here do; their Python
@@ -339,24 +340,34 @@ func TestDocsRewardExample(t *testing.T) {
 		"the worked example's total is not what `bin/skynet %s` prints for %s", strings.Join(cmd, " "), c[1])
 }
 
-// TestDocsGoExample: the README's Go code is the Example that go test runs.
+// examplePackage is the package whose example_test.go a README Go block
+// must match: pool for a block that opens a pool, else engine.
+func examplePackage(body []string) string {
+	if strings.Contains(strings.Join(body, "\n"), "pool.Open(") {
+		return "pool"
+	}
+	return "engine"
+}
+
+// TestDocsGoExample: the README's Go code is the Examples that go test runs.
 func TestDocsGoExample(t *testing.T) {
 	md := section(t, readmeText(t), "Go API")
-	b, err := os.ReadFile(repoRoot + "/engine/example_test.go")
-	require.NoError(t, err)
-	var have []string
-	for _, l := range strings.Split(string(b), "\n") {
-		have = append(have, strings.TrimSpace(l))
-	}
 	n := 0
 	for _, f := range fences(md) {
 		if f.lang != "go" {
 			continue
 		}
+		file := examplePackage(f.body) + "/example_test.go"
+		b, err := os.ReadFile(repoRoot + "/" + file)
+		require.NoError(t, err)
+		var have []string
+		for _, l := range strings.Split(string(b), "\n") {
+			have = append(have, strings.TrimSpace(l))
+		}
 		for _, l := range f.body {
 			if l = strings.TrimSpace(l); l != "" {
 				n++
-				assert.Contains(t, have, l, "the README's Go example has a line engine/example_test.go does not: keep them the same")
+				assert.Contains(t, have, l, "the README's Go example has a line %s does not: keep them the same", file)
 			}
 		}
 	}
@@ -477,26 +488,36 @@ func TestDocsGodoc(t *testing.T) {
 	}
 }
 
-// TestDocsGoModule follows the README's "In your own module": a new module
-// holding the README's Go example is pointed at this checkout, built by the
-// README's commands, and prints what the example says it prints.
+// TestDocsGoModule follows the README's "In your own module": for each of
+// the README's Go examples, a new module holding it is pointed at this
+// checkout, built by the README's commands, and prints what the example
+// says it prints. A pool example's workers are that program started again.
 func TestDocsGoModule(t *testing.T) {
 	if raceEnabled {
 		t.Skip("builds and runs a program; the run without -race covers it")
 	}
 	md := section(t, readmeText(t), "Go API")
-	var example, build []string
+	var examples [][]string
+	var build []string
 	for _, f := range fences(md) {
 		switch {
-		case f.lang == "go" && example == nil:
-			example = f.body
+		case f.lang == "go":
+			examples = append(examples, f.body)
 		case f.lang == "sh" && strings.Contains(strings.Join(f.body, "\n"), "go mod edit -replace"):
 			build = f.body
 		}
 	}
-	require.NotNil(t, example, "no ```go block under ## Go API")
+	require.NotEmpty(t, examples, "no ```go block under ## Go API")
 	require.NotNil(t, build, "no ```sh block with go mod edit -replace under ## Go API")
+	for _, example := range examples {
+		pkg := examplePackage(example)
+		t.Run(pkg, func(t *testing.T) { goModule(t, example, build) })
+	}
+}
 
+// goModule builds one README Go example in a module of its own with the
+// README's commands, and runs it.
+func goModule(t *testing.T, example, build []string) {
 	root, err := filepath.Abs(repoRoot)
 	require.NoError(t, err)
 	var body []string
@@ -510,7 +531,11 @@ func TestDocsGoModule(t *testing.T) {
 	}
 	require.NotEmpty(t, want, "the Go example has no // Output: line")
 	dir := t.TempDir()
-	src := "package main\n\nimport (\n\t\"context\"\n\t\"fmt\"\n\t\"log\"\n\n\t\"github.com/skynetml/skynet/engine\"\n)\n\nfunc main() {\n" +
+	imports := "\t\"github.com/skynetml/skynet/engine\"\n"
+	if examplePackage(example) == "pool" {
+		imports += "\t\"github.com/skynetml/skynet/pool\"\n"
+	}
+	src := "package main\n\nimport (\n\t\"context\"\n\t\"fmt\"\n\t\"log\"\n\n" + imports + ")\n\nfunc main() {\n" +
 		strings.Join(body, "\n") + "\n}\n"
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "main.go"), []byte(src), 0o644))
 	sh := func(line string) (string, error) {

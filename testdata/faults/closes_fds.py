@@ -1,7 +1,7 @@
 # fault: the metric closes every file descriptor of its process
 # kind: crash
 # process: child
-# result: skynet score/eval: the child can no longer answer and ends (exit code 199 when it finds its channel gone, or 2 when Go's runtime fails first on its closed epoll descriptor); the case gets a crash result; the other cases are scored
+# result: skynet score/eval: the worker process can no longer answer and ends (exit code 199 when it finds its channel gone, or 2 when Go's runtime fails first on its closed epoll descriptor); the case gets a crash result; the other cases are scored
 import os
 def score(input, output, expected=None):
     if output == "fault":

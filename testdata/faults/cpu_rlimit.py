@@ -1,7 +1,7 @@
 # fault: the metric lowers RLIMIT_CPU below what its process has used, then computes
 # kind: crash
 # process: child
-# result: skynet score/eval: the kernel kills the process at the hard limit (Go ignores SIGXCPU), so the case gets a crash result naming SIGKILL; the next child starts with the parent's limits
+# result: skynet score/eval: SIGXCPU at the soft limit ends the worker process, as it ends python3 (a worker leaves it at its default action), so the case gets a crash result naming SIGXCPU; the next worker starts with the parent's limits
 import resource, time
 def score(input, output, expected=None):
     if output == "fault":

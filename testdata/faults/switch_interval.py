@@ -1,7 +1,7 @@
 # fault: sys.setswitchinterval(1000), then a pure-Python loop (the watchdog cannot get the GIL to interrupt it)
 # kind: timeout
 # process: child
-# result: skynet score/eval: the case gets a timeout result within timeout + grace: the child reports the wedge and is killed; the run goes on in a new child (in-process, the call cannot be stopped)
+# result: skynet score/eval: the case gets a timeout result within timeout + grace: the worker process reports the wedge and is killed; the run goes on in a new one (in-process, the call cannot be stopped)
 import sys
 def score(input, output, expected=None):
     if output == "fault":
