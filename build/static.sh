@@ -52,6 +52,15 @@ reason=""
 # static_env sets the exports, or reason when the build must link the shared
 # libpython.
 static_env() {
+  # Run from inside this environment (a test that builds a program), it
+  # must ask the real python3-embed, not its own shim.
+  local d kept=""
+  local IFS=:
+  for d in ${PKG_CONFIG_PATH:-}; do
+    case "$d" in "$root"/bin/pkgconfig/*) ;; *) kept="${kept:+$kept:}$d" ;; esac
+  done
+  unset IFS
+  if [ -n "$kept" ]; then export PKG_CONFIG_PATH="$kept"; else unset PKG_CONFIG_PATH; fi
   if ! command -v pkg-config >/dev/null 2>&1 || ! pkg-config --exists python3-embed 2>/dev/null; then
     reason="no python3-embed for pkg-config"
     return
@@ -122,6 +131,7 @@ print(" ".join(libs))
   local id pc shim
   id="$(printf '%s\n' "$archive" "$(stat -c '%s %Y' "$archive")" "$libs" "$cflags" "${CC:-gcc}" | cksum | cut -d' ' -f1)"
   pc="prefix=$exec_prefix
+exec_prefix=$exec_prefix
 # Written by build/static.sh from $py's sysconfig.
 Name: Python
 Description: CPython $version linked statically ($archive)
