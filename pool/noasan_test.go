@@ -1,0 +1,5 @@
+//go:build !asan
+
+package pool
+
+const asanEnabled = false
