@@ -13,7 +13,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"sync"
 	"syscall"
 	"time"
@@ -85,9 +84,6 @@ func (s *supervisor) run(ctx context.Context) int {
 	}()
 	s.st = newStats()
 	s.lastOut = time.Now()
-	// This process keeps little alive (a window of cases), so the default
-	// GC target would collect every few MB of lines read.
-	defer debug.SetGCPercent(debug.SetGCPercent(800))
 
 	opened := make(chan struct{})
 	var p *pool.Pool
