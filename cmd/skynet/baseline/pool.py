@@ -1,4 +1,4 @@
-# Baseline for `skynet bench --file` with several interpreters: the script a
+# Baseline for `skynet bench --file` with several processes: the script a
 # user would write to use every core, multiprocessing.Pool(N) over the file,
 # imap in chunks so results keep their order.
 import importlib.util
