@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"bufio"
 	"bytes"
 	"fmt"
@@ -110,7 +111,10 @@ func signalLine(t *testing.T, path string) int {
 
 // reference runs reference.py under the embedded CPython.
 func reference(t *testing.T, python, metric, cases string) []refLine {
-	cmd := exec.Command(python, classesDir+"reference.py", metric, cases)
+	// Every class's timeouts are a few seconds: a run this long is stuck.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, python, classesDir+"reference.py", metric, cases)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	start := time.Now()

@@ -1,8 +1,8 @@
 # A symbolic maths-answer verifier in the style of Math-Verify: parse both
 # answers with sympy's parse_expr (implicit multiplication, ^ for powers), call
 # them equal when sympy.simplify(answer - gold) == 0, every sympy step bounded
-# by a SIGALRM timeout (signal.alarm, whole seconds, old handler restored in
-# `finally`); when parsing fails or a step times out, fall back to comparing
+# by a SIGALRM timeout (setitimer, 1 s and then every 0.5 s until cleared, old
+# handler restored in `finally`); when parsing fails or a step times out, fall back to comparing
 # the normalised strings, as Math-Verify falls back to string comparison.
 #
 # Case se14 compares tan(x+y+z)^6 with (sin(x+y+z)/cos(x+y+z))^6: simplify
@@ -31,11 +31,15 @@ def timeout(seconds):
         def wrapper(*args, **kwargs):
             old_handler = signal.getsignal(signal.SIGALRM)
             signal.signal(signal.SIGALRM, handler)
-            signal.alarm(seconds)
+            # Fires again every 0.5 s until cleared: an exception raised while
+            # Python runs a __del__ or a weakref callback is printed and
+            # dropped ("Exception ignored in"), and a one-shot alarm lost
+            # that way left simplify running for minutes.
+            signal.setitimer(signal.ITIMER_REAL, seconds, 0.5)
             try:
                 return func(*args, **kwargs)
             finally:
-                signal.alarm(0)
+                signal.setitimer(signal.ITIMER_REAL, 0)
                 signal.signal(signal.SIGALRM, old_handler)
 
         return wrapper
