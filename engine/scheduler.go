@@ -446,6 +446,10 @@ func (e *Engine) poll() *parcel {
 // in a pool of worker processes that core is another worker's.
 func (e *Engine) slowCases() bool { return time.Duration(e.avgCase.Load())*maxBatch > spinFor }
 
+// verySlowCases reports cases slow enough (a model call, a few ms of real
+// work) that their results are worth handing on one by one.
+func (e *Engine) verySlowCases() bool { return time.Duration(e.avgCase.Load()) > spinFor }
+
 // noteIdle adds how long a worker waited for work to the moving average
 // poll consults. A wait longer than spinFor is a pause between streams, not
 // the pace of one, and is left out.
