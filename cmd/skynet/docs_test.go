@@ -14,8 +14,8 @@ package main
 //     when it opens a pool, else engine's);
 //   - the Go version it names is go.mod's, the make targets it names exist,
 //     and its relative links (and those of docs/) lead to files.
-// The commands run in process, as the other tests here do; their Python
-// child is this test binary (TestMain).
+// The commands run in process, as the other tests here do; their worker
+// processes are this test binary, which package pool's init takes over.
 
 import (
 	"bytes"

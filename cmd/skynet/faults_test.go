@@ -113,9 +113,6 @@ func TestCrashersLoseNothing(t *testing.T) {
 					timeout = tc.timeout
 				}
 				args := []string{cmd, "--metric", faultsDir + tc.file, "--timeout", timeout}
-				if tc.file == "forks.py" {
-					args = append(args, "--interpreters", "1") // CPython 3.12+ cannot fork once sub-interpreters exist
-				}
 				if cmd == "score" {
 					args = append(args, "--data", cases)
 				} else {
