@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/skynetml/skynet/cpython"
+	"github.com/skynetml/skynet/pool"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -30,6 +31,12 @@ func skynet(args ...string) (code int, stdout, stderr string) {
 	code = run(args, &o, &e)
 	return code, o.String(), e.String()
 }
+
+// resultLine and errorField are a results line as the tests read it back.
+type (
+	resultLine = pool.ResultLine
+	errorField = pool.ErrorField
+)
 
 func resultLines(t *testing.T, out string) []resultLine { return jsonLines[resultLine](t, out) }
 

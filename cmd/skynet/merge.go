@@ -231,7 +231,7 @@ func (m *merger) read(part string, maxLine int) error {
 	return nil
 }
 
-// parseResult reads one results line (the shape of resultLine): its id,
+// parseResult reads one results line (the shape of pool.ResultLine): its id,
 // what the summary counts of it and its named scores; !ok for a line that
 // is not a result (torn by a crash, or another file's).
 func parseResult(text []byte) (id string, t tally, scores map[string]float64, ok bool) {

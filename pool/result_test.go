@@ -1,4 +1,4 @@
-package main
+package pool
 
 import (
 	"encoding/json"
@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// appendResult must write what encoding/json would, for every kind of text
+// AppendResult must write what encoding/json would, for every kind of text
 // and number a metric can produce.
 func TestAppendResultMatchesEncodingJSON(t *testing.T) {
 	results := []engine.Result{
@@ -22,16 +22,16 @@ func TestAppendResultMatchesEncodingJSON(t *testing.T) {
 			Feedback: "ZeroDivisionError: division by zero"},
 	}
 	for _, r := range results {
-		var fast, slow resultLine
-		line := appendResult(nil, r, false)
+		var fast, slow ResultLine
+		line := AppendResult(nil, r, false)
 		require.NoError(t, json.Unmarshal(line, &fast), string(line))
-		want := resultLine{ID: r.ID, Score: r.Score, Feedback: r.Feedback, Scores: r.Scores, MS: float64(r.Duration.Microseconds()) / 1000,
+		want := ResultLine{ID: r.ID, Score: r.Score, Feedback: r.Feedback, Scores: r.Scores, MS: float64(r.Duration.Microseconds()) / 1000,
 			Extra: r.Extra, Warnings: r.Warnings, Logs: r.Logs}
 		if want.Scores == nil {
 			want.Scores = map[string]float64{}
 		}
 		if r.Err != nil {
-			want.Error = &errorField{Kind: r.Err.Kind, Message: r.Err.Message, Traceback: r.Err.Traceback}
+			want.Error = &ErrorField{Kind: r.Err.Kind, Message: r.Err.Message, Traceback: r.Err.Traceback}
 		}
 		b, err := json.Marshal(want)
 		require.NoError(t, err)
