@@ -416,7 +416,7 @@ func (p *Pool) watch(now time.Time) {
 // shutdown starts closing: nothing more is scored, the workers are told to
 // stop (a call in flight is interrupted) and killed if they linger.
 func (p *Pool) shutdown() {
-	p.closing, p.closedAt = true, time.Now()
+	p.closing = true
 	p.resolve(p.pending)
 	p.resolve(p.suspects)
 	p.pending, p.suspects = nil, nil

@@ -109,7 +109,6 @@ type Pool struct {
 	loaded   bool
 	openErr  error
 	closing  bool
-	closedAt time.Time
 	crashRun int
 	deadRun  int
 	gaveUp   string

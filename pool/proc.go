@@ -121,8 +121,7 @@ func (p *Pool) start(solo bool) (*proc, error) {
 		return nil, err
 	}
 	w.cmd = cmd
-	jb, _ := jsonMarshal(j)
-	w.out <- outMsg{frame: appendFrame(nil, frameJob, jb)}
+	w.out <- outMsg{frame: appendFrame(nil, frameJob, mustJSON(j))}
 
 	framesDone, stderrDone := make(chan struct{}), make(chan struct{})
 	go func() {

@@ -16,17 +16,17 @@ import (
 // and the side info's extra keys when there are any; output and
 // observation for a program's cases), as AppendResult writes it.
 type ResultLine struct {
-	ID          string             `json:"id"`
-	Score       float64            `json:"score"`
-	Feedback    string             `json:"feedback"`
-	Scores      map[string]float64 `json:"scores"`
-	Error       *ErrorField        `json:"error"`
-	MS          float64            `json:"ms"`
-	Extra       map[string]any     `json:"extra,omitempty"`
-	Warnings    []string           `json:"warnings,omitempty"`
-	Logs        string             `json:"logs,omitempty"`
-	Output      any                `json:"output,omitempty"`
-	Observation *ObservationField  `json:"observation,omitempty"`
+	ID          string              `json:"id"`
+	Score       float64             `json:"score"`
+	Feedback    string              `json:"feedback"`
+	Scores      map[string]float64  `json:"scores"`
+	Error       *ErrorField         `json:"error"`
+	MS          float64             `json:"ms"`
+	Extra       map[string]any      `json:"extra,omitempty"`
+	Warnings    []string            `json:"warnings,omitempty"`
+	Logs        string              `json:"logs,omitempty"`
+	Output      any                 `json:"output,omitempty"`
+	Observation *engine.Observation `json:"observation,omitempty"`
 }
 
 // ErrorField is a results line's "error".
@@ -34,15 +34,6 @@ type ErrorField struct {
 	Kind      engine.ErrorKind `json:"kind"`
 	Message   string           `json:"message"`
 	Traceback string           `json:"traceback,omitempty"`
-}
-
-// ObservationField is a program case's "observation": what was measured.
-type ObservationField struct {
-	RunMS        *float64 `json:"run_ms"`
-	CostUSD      *float64 `json:"cost_usd"`
-	ModelCalls   *int64   `json:"model_calls"`
-	InputTokens  *int64   `json:"input_tokens"`
-	OutputTokens *int64   `json:"output_tokens"`
 }
 
 // ParseResult reads a results line back into the Result it was written
@@ -61,9 +52,8 @@ func ParseResult(line []byte) (engine.Result, error) {
 	if l.Error != nil {
 		r.Err = &engine.CaseError{Kind: l.Error.Kind, Message: l.Error.Message, Traceback: l.Error.Traceback}
 	}
-	if o := l.Observation; o != nil {
-		r.Observation = engine.Observation{RunMS: o.RunMS, CostUSD: o.CostUSD, ModelCalls: o.ModelCalls,
-			InputTokens: o.InputTokens, OutputTokens: o.OutputTokens}
+	if l.Observation != nil {
+		r.Observation = *l.Observation
 	}
 	return r, nil
 }
@@ -218,11 +208,11 @@ func appendString(b []byte, s string) []byte {
 
 // caseLine is a case as a line of a case file, for a worker to parse.
 type caseLine struct {
-	ID          string            `json:"id"`
-	Input       any               `json:"input"`
-	Output      any               `json:"output"`
-	Expected    any               `json:"expected"`
-	Observation *ObservationField `json:"observation,omitempty"`
+	ID          string              `json:"id"`
+	Input       any                 `json:"input"`
+	Output      any                 `json:"output"`
+	Expected    any                 `json:"expected"`
+	Observation *engine.Observation `json:"observation,omitempty"`
 }
 
 // CaseLine is c as a line of a case file (engine.ParseCase reads it back),
@@ -231,8 +221,7 @@ type caseLine struct {
 func CaseLine(c engine.Case) ([]byte, error) {
 	l := caseLine{ID: c.ID, Input: c.Input, Output: c.Output, Expected: c.Expected}
 	if o := c.Observation; o != (engine.Observation{}) {
-		l.Observation = &ObservationField{RunMS: o.RunMS, CostUSD: o.CostUSD, ModelCalls: o.ModelCalls,
-			InputTokens: o.InputTokens, OutputTokens: o.OutputTokens}
+		l.Observation = &o
 	}
 	return json.Marshal(l)
 }

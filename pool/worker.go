@@ -463,8 +463,6 @@ func mustJSON(v any) []byte {
 	return b
 }
 
-func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
-
 // keptArtifacts is how many artifacts a worker keeps. Both sides drop the
 // oldest first, in the order they were sent, so the parent knows what a
 // worker still has without asking.
