@@ -186,30 +186,23 @@ def unwatch_signals(*paths):
 
 def signal_use(*paths):
     """The first signal.signal call of any of paths, else one no watched file made, or None."""
+    return _first_use(_signal_uses, paths)
+
+
+def _first_use(uses, paths):
     for key in [p for p in paths if p] + [None]:
-        if key in _signal_uses:
-            return _signal_uses[key]
+        if key in uses:
+            return uses[key]
     return None
 
 
 def fork_use(*paths):
     """The first os.fork call of any of paths, else one no watched file made, or None."""
-    for key in [p for p in paths if p] + [None]:
-        if key in _fork_uses:
-            return _fork_uses[key]
-    return None
+    return _first_use(_fork_uses, paths)
 
 
 def _note_fork(caller):
-    frame = caller
-    while frame is not None and frame.f_code.co_filename not in _watched:
-        frame = frame.f_back
-    key = frame.f_code.co_filename if frame is not None else None
-    if key in _fork_uses:
-        return
-    via = _where(caller)
-    where = _where(frame) if frame is not None else via
-    _fork_uses[key] = [where, via if via != where else "", _thread.get_ident() == _main_ident]
+    _note(_fork_uses, caller, _thread.get_ident() == _main_ident)
 
 
 def _in_stdlib(path):
@@ -234,12 +227,17 @@ def _note_signal(caller):
     main = _thread.get_ident() == _main_ident
     if main and _in_stdlib(caller.f_code.co_filename):
         return  # the standard library checks the thread first (asyncio.run)
+    _note(_signal_uses, caller, main)
+
+
+def _note(uses, caller, main):
+    """Records in uses, once per watched file, where a call from caller came from."""
     frame = caller
     while frame is not None and frame.f_code.co_filename not in _watched:
         frame = frame.f_back
     key = frame.f_code.co_filename if frame is not None else None
-    if key in _signal_uses:
+    if key in uses:
         return
     via = _where(caller)
     where = _where(frame) if frame is not None else via
-    _signal_uses[key] = [where, via if via != where else "", main]
+    uses[key] = [where, via if via != where else "", main]
