@@ -163,6 +163,8 @@ type artReq struct {
 }
 
 const (
+	// maxBatch bounds the cases ScoreAll and Evaluate hand Run at a time.
+	maxBatch = 256
 	// maxInflight bounds the cases a worker holds unanswered; aimInflight
 	// is how much work (in time) the pool keeps with each, so a fast
 	// metric gets big batches and a slow one stays balanced to the end.
@@ -368,6 +370,28 @@ func (t *Task) made(kind engine.ErrorKind, msg string) bool {
 	return t.finish(RecordOf(r, t.withRun))
 }
 
+// NewTask is the task for c, numbered line. A case that cannot cross to a
+// worker (InvalidCase's, or a value JSON cannot hold) gets its input error
+// as its Result, as the engine gives it. With program set, Output is left
+// out: run makes it.
+func NewTask(c engine.Case, line int, program bool) *Task {
+	t := &Task{ID: c.ID, Line: line, Observation: c.Observation}
+	if program {
+		c.Output = nil
+	}
+	msg := ""
+	if err := c.Invalid(); err != nil {
+		msg = err.Error()
+	} else if t.Case, err = CaseLine(c); err != nil {
+		msg = fmt.Sprintf("case %s: %v", c.ID, err)
+	}
+	if msg != "" {
+		t.Case = nil
+		t.Result = &engine.Result{ID: c.ID, Feedback: msg, Err: &engine.CaseError{Kind: engine.KindInput, Message: msg}, Observation: c.Observation}
+	}
+	return t
+}
+
 // Run scores the tasks it reads, batch by batch, and returns them, with
 // their Record set, in the order read. The output closes after the input
 // closes and every task read has its record; when ctx ends first, the
@@ -570,26 +594,36 @@ func (p *Pool) scoreSeq(ctx context.Context, cases iter.Seq[engine.Case], artifa
 	return func(yield func(int, engine.Result) bool) {
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		in := make(chan []*Task, 4)
+		// Unbuffered: a batch goes the moment Run's feeder is ready for
+		// one, and grows while it is busy, so a fast iterator crosses in
+		// batches and a slow one case by case.
+		in := make(chan []*Task)
 		go func() {
 			defer close(in)
+			var batch []*Task
 			line := 0
 			for c := range cases {
 				line++
-				t := &Task{ID: c.ID, Line: line, Observation: c.Observation}
-				if program {
-					c.Output = nil
-				}
-				var err error
-				if t.Case, err = CaseLine(c); err != nil {
-					r := engine.Result{ID: c.ID, Feedback: err.Error(), Err: &engine.CaseError{Kind: engine.KindInput,
-						Message: fmt.Sprintf("case %s: %v", c.ID, err)}, Observation: c.Observation}
-					t.Result = &r
+				batch = append(batch, NewTask(c, line, program))
+				if len(batch) < maxBatch {
+					select {
+					case in <- batch:
+						batch = nil
+					default:
+					}
+					continue
 				}
 				select {
-				case in <- []*Task{t}:
+				case in <- batch:
+					batch = nil
 				case <-ctx.Done():
 					return
+				}
+			}
+			if len(batch) > 0 {
+				select {
+				case in <- batch:
+				case <-ctx.Done():
 				}
 			}
 		}()

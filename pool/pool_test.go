@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -522,4 +523,30 @@ def score(input, output, expected=None):
 	r := p.Score(context.Background(), cases[0])
 	require.NotNil(t, r.Err)
 	assert.Equal(t, engine.KindContract, r.Err.Kind)
+}
+
+// A case that cannot cross to a worker (InvalidCase's, a value JSON cannot
+// hold) gets the input error the engine gives it, in its place.
+func TestScoreAllInvalidCases(t *testing.T) {
+	metric := filepath.Join("../testdata/exact_match", "metric.py")
+	p := openPool(t, Options{Options: engine.Options{Metric: metric}, Processes: 1})
+	e, err := engine.Open(engine.Options{Metric: metric})
+	require.NoError(t, err)
+	defer e.Close()
+	cases := []engine.Case{
+		{ID: "ok", Input: map[string]any{"message": "x"}, Output: "bug", Expected: map[string]any{"label": "bug"}},
+		engine.InvalidCase("bad", errors.New("line 2: \"input\" must be an object of input fields, got null")),
+		{ID: "nan", Input: map[string]any{"x": math.NaN()}, Output: "bug"},
+	}
+	got := collect(t, p.ScoreAll(context.Background(), seq(cases), 0))
+	require.Len(t, got, 3)
+	assert.Nil(t, got[0].Err)
+	assert.Equal(t, 1.0, got[0].Score)
+	want := collect(t, e.ScoreAll(context.Background(), seq(cases[1:2]), 0))
+	require.NotNil(t, got[1].Err)
+	assert.Equal(t, want[0].Err.Kind, got[1].Err.Kind)
+	assert.Equal(t, want[0].Err.Message, got[1].Err.Message)
+	require.NotNil(t, got[2].Err)
+	assert.Equal(t, engine.KindInput, got[2].Err.Kind)
+	assert.Contains(t, got[2].Err.Message, "case nan:")
 }

@@ -164,20 +164,8 @@ func datasetEntries(cases []engine.Case, done map[string]bool, shard shardSpec) 
 				return
 			}
 			if shard.takes(c.ID) && !done[c.ID] {
-				e := &entry{id: c.ID, line: i + 1, obs: c.Observation}
-				c.Output = nil // run makes it
-				err := c.Invalid()
-				if err == nil {
-					e.raw, err = pool.CaseLine(c)
-					if err != nil {
-						err = fmt.Errorf("row %d: %v", i+1, err)
-					}
-				}
-				if err != nil {
-					msg := err.Error()
-					e.res = &engine.Result{ID: c.ID, Feedback: msg, Err: &engine.CaseError{Kind: engine.KindInput, Message: msg}, Observation: c.Observation}
-				}
-				ch <- e
+				t := pool.NewTask(c, i+1, true)
+				ch <- &entry{id: t.ID, line: t.Line, raw: t.Case, obs: t.Observation, res: t.Result}
 			}
 		}
 	}()
