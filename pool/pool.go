@@ -185,7 +185,12 @@ const (
 // first has loaded the metric: the others join as they load. A metric that
 // does not load is a *engine.CheckError (the checks made, the failed one
 // last), said once however many workers tried.
-func Open(opts Options) (*Pool, error) {
+func Open(opts Options) (*Pool, error) { return OpenContext(context.Background(), opts) }
+
+// OpenContext is Open that gives up, stopping the workers, when ctx ends
+// before one has loaded the metric: an interrupted start need not wait out
+// a slow import.
+func OpenContext(ctx context.Context, opts Options) (*Pool, error) {
 	if opts.Processes < 0 || opts.MaxCrashes < 0 || opts.LoadTimeout < 0 || opts.Threads < 0 {
 		return nil, errors.New("pool: Processes, Threads, MaxCrashes and LoadTimeout must not be negative")
 	}
@@ -270,7 +275,12 @@ func Open(opts Options) (*Pool, error) {
 		p.procs = append(p.procs, w)
 	}
 	go p.loop()
-	if err := <-p.opened; err != nil {
+	select {
+	case err = <-p.opened:
+	case <-ctx.Done():
+		err = ctx.Err() // Close kills the workers still loading
+	}
+	if err != nil {
 		p.Close()
 		return nil, err
 	}

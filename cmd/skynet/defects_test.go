@@ -216,6 +216,20 @@ func TestInterruptDuringRestarts(t *testing.T) {
 	}
 }
 
+// SIGINT while the workers still import a slow metric ends the run at once
+// (130), without waiting out the import.
+func TestInterruptDuringLoad(t *testing.T) {
+	dir := t.TempDir()
+	metric := writeFile(t, dir, "metric.py", "import time\ntime.sleep(30)\ndef score(input, output, expected=None):\n    return 1.0, {\"feedback\": \"ok\"}\n")
+	data := writeFile(t, dir, "cases.jsonl", casesText(3, "x"))
+	cmd := exec.Command(skynetBin(t), "score", "--metric", metric, "--data", data, "--out", filepath.Join(dir, "results.jsonl"))
+	require.NoError(t, cmd.Start())
+	time.Sleep(500 * time.Millisecond)
+	start := time.Now()
+	assert.Equal(t, 130, signalAndWait(t, cmd, syscall.SIGINT))
+	assert.Less(t, time.Since(start), 10*time.Second, "the import takes 30 s")
+}
+
 // With the cases on standard input, --resume can only tell at the end that
 // the results file held another dataset's ids: it warns, naming one.
 func TestResumeForeignResultsFromStdin(t *testing.T) {

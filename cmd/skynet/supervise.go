@@ -85,22 +85,7 @@ func (s *supervisor) run(ctx context.Context) int {
 	s.st = newStats()
 	s.lastOut = time.Now()
 
-	opened := make(chan struct{})
-	var p *pool.Pool
-	var err error
-	go func() {
-		defer close(opened)
-		p, err = pool.Open(s.opts)
-	}()
-	select {
-	case <-opened:
-	case <-ctx.Done():
-		<-opened // Open ends its workers' loads quickly once they are killed below
-	}
-	if err == nil && ctx.Err() != nil {
-		p.Close()
-		err = ctx.Err()
-	}
+	p, err := pool.OpenContext(ctx, s.opts)
 	if err != nil {
 		if ctx.Err() != nil {
 			sigMu.Lock()
