@@ -474,8 +474,11 @@ func (p *Pool) run(ctx context.Context, art uint32, in <-chan []*Task) <-chan []
 	}
 	inputDone := make(chan struct{})
 	go func() { // the feeder
-		defer close(inputDone)
+		// Deferred calls run last first: inputDone is closed before the
+		// consumer is woken, or it could take the wake-up, find inputDone
+		// still open, and wait for another that never comes.
 		defer s.signal()
+		defer close(inputDone)
 		seq := 0
 		for {
 			var batch []*Task

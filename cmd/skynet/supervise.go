@@ -73,13 +73,18 @@ func (s *supervisor) run(ctx context.Context) int {
 	var sigMu sync.Mutex
 	var sig os.Signal
 	go func() {
-		for g := range sigs {
-			sigMu.Lock()
-			if sig == nil {
-				sig = g
+		for {
+			select {
+			case g := <-sigs:
+				sigMu.Lock()
+				if sig == nil {
+					sig = g
+				}
+				sigMu.Unlock()
+				cancel()
+			case <-ctx.Done():
+				return // signal.Stop does not close sigs
 			}
-			sigMu.Unlock()
-			cancel()
 		}
 	}()
 	s.st = newStats()
