@@ -117,17 +117,18 @@ func TestDecodeScorePair(t *testing.T) {
 		score    float64
 		feedback string
 		scores   map[string]float64
+		names    []string // in the record's order, which is the metric's
 	}{
-		{record(1, "Correct."), 1, "Correct.", nil},
-		{record(0.5, ""), 0.5, "", nil},
-		{record(-2, "é and \x00"), -2, "é and \x00", nil},
-		{record(1, long), 1, long, nil},
-		{record(0.25, "ok", "a", 1.0, "b", 0.5), 0.25, "ok", map[string]float64{"a": 1, "b": 0.5}},
+		{record(1, "Correct."), 1, "Correct.", nil, nil},
+		{record(0.5, ""), 0.5, "", nil, nil},
+		{record(-2, "é and \x00"), -2, "é and \x00", nil, nil},
+		{record(1, long), 1, long, nil, nil},
+		{record(0.25, "ok", "b", 0.5, "a", 1.0), 0.25, "ok", map[string]float64{"a": 1, "b": 0.5}, []string{"b", "a"}},
 	} {
 		p, ok, err := DecodeScorePair(c.b, func(b []byte) string { return string(b) })
 		require.NoError(t, err)
 		require.True(t, ok)
-		require.Equal(t, ScorePair{Score: c.score, Feedback: c.feedback, Scores: c.scores}, p)
+		require.Equal(t, ScorePair{Score: c.score, Feedback: c.feedback, Scores: c.scores, Names: c.names}, p)
 	}
 	for _, bad := range [][]byte{
 		append(record(1, "ok"), 0),          // trailing byte

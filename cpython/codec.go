@@ -68,6 +68,7 @@ type ScorePair struct {
 	Score    float64            // the first element
 	Feedback string             // the side info's "feedback"
 	Scores   map[string]float64 // nil when the side info has no "scores"
+	Names    []string           // Scores' names in the order the metric gave them
 }
 
 // PythonType returns the Python type name, for messages.
@@ -577,6 +578,7 @@ func (d *decoder) scorePair() (p ScorePair, err error) {
 	}
 	if n > 0 {
 		p.Scores = make(map[string]float64, n)
+		p.Names = make([]string, 0, min(n, len(d.b)))
 		for i := 0; i < n; i++ {
 			name, err := d.str()
 			if err != nil {
@@ -585,6 +587,9 @@ func (d *decoder) scorePair() (p ScorePair, err error) {
 			v, err := d.u64()
 			if err != nil {
 				return p, err
+			}
+			if _, dup := p.Scores[name]; !dup {
+				p.Names = append(p.Names, name)
 			}
 			p.Scores[name] = math.Float64frombits(v)
 		}

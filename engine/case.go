@@ -56,6 +56,10 @@ type Result struct {
 	Feedback string
 	// Scores are the named scores of the side info ("scores"), if any.
 	Scores map[string]float64
+	// ScoreNames are Scores' names in the order the metric returned them
+	// (the results line keeps it); nil where it is not known, as in a
+	// Result built by hand: the line then sorts them.
+	ScoreNames []string
 	// Extra holds the other JSON-serialisable side-info keys, passed through.
 	Extra map[string]any
 	// Warnings report side-info keys that were dropped, and why.

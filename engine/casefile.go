@@ -49,6 +49,14 @@ func ParseCase(line []byte, lineNo int) (Case, error) {
 	var buf [5]cpython.Member
 	members, err := cpython.SplitObject(line, buf[:0])
 	if err != nil {
+		// Not JSON, but its result still carries the id when one can be
+		// read before the line breaks off, so that fixing the line and
+		// resuming finds the case by it.
+		if raw, _ := scanID(line); raw != nil && json.Valid(raw) {
+			if id, msg := caseID(raw, lineNo); msg == "" {
+				c.ID = id
+			}
+		}
 		return fail("%v", err)
 	}
 	// The id first, so that a bad line's error carries it wherever it is
@@ -250,6 +258,22 @@ func caseID(v []byte, lineNo int) (id, msg string) {
 // an object with a usable id (ParseCase then says why); a line it finds an
 // id in may still be a bad case.
 func QuickID(line []byte, lineNo int) (id string, ok bool) {
+	value, whole := scanID(line)
+	if !whole {
+		return "", false
+	}
+	if value == nil {
+		return strconv.Itoa(lineNo), true
+	}
+	id, msg := caseID(value, lineNo)
+	return id, msg == ""
+}
+
+// scanID finds the raw JSON value of a line's top-level "id" member
+// (nil if it has none before the scan stops) and says whether the line is
+// plainly a whole object. value can be set while whole is false: the id
+// of a line that breaks off after it.
+func scanID(line []byte) (value []byte, whole bool) {
 	i, n := 0, len(line)
 	space := func() {
 		for i < n && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r' || line[i] == '\n') {
@@ -302,35 +326,34 @@ func QuickID(line []byte, lineNo int) (id string, ok bool) {
 	}
 	space()
 	if i >= n || line[i] != '{' {
-		return "", false
+		return nil, false
 	}
 	i++
-	var value []byte
 	for first := true; ; first = false {
 		space()
 		if first && i < n && line[i] == '}' {
 			break
 		}
 		if i >= n || line[i] != '"' {
-			return "", false
+			return value, false
 		}
 		k := i + 1
 		if !skip() {
-			return "", false
+			return value, false
 		}
 		key := line[k : i-1]
 		if bytes.IndexByte(key, '\\') >= 0 {
-			return "", false // an escaped key: leave it to ParseCase
+			return value, false // an escaped key: leave it to ParseCase
 		}
 		space()
 		if i >= n || line[i] != ':' {
-			return "", false
+			return value, false
 		}
 		i++
 		space()
 		v := i
 		if !skip() {
-			return "", false
+			return value, false
 		}
 		if string(key) == "id" {
 			value = line[v:i]
@@ -343,13 +366,9 @@ func QuickID(line []byte, lineNo int) (id string, ok bool) {
 		if i < n && line[i] == '}' {
 			break
 		}
-		return "", false
+		return value, false
 	}
-	if value == nil {
-		return strconv.Itoa(lineNo), true
-	}
-	id, msg := caseID(value, lineNo)
-	return id, msg == ""
+	return value, true
 }
 
 // jsonKind names the kind of a valid JSON text by its first byte.

@@ -268,6 +268,27 @@ func TestQuickID(t *testing.T) {
 	}
 }
 
+// A line that is not JSON still names its case by the id read before it
+// breaks off, so a fixed line is found by it on --resume; without one it
+// is named by its line number, as before.
+func TestParseCaseBrokenLineKeepsItsID(t *testing.T) {
+	for line, want := range map[string]string{
+		`{"id": "b", "input": {"message": "no closing brace"`: "b",
+		`{"input": {}, "id": 42, "output": tru`:               "42",
+		`{"id": "q\"x", "input": {`:                           `q"x`,
+		`{"input": {"message": "no closing brace"`:            "7",
+		`{"id": ["b"], "input": {`:                            "7",
+		`{"id": 1x2, "input": {`:                              "7",
+		`{"id": "unterminated`:                                "7",
+		`not json {"id": "b"}`:                                "7",
+	} {
+		c, err := ParseCase([]byte(line), 7)
+		var le *LineError
+		require.ErrorAs(t, err, &le, line)
+		assert.Equal(t, want, c.ID, line)
+	}
+}
+
 // FuzzQuickID: on any line ParseCase accepts, QuickID finds the same id or
 // declines.
 func FuzzQuickID(f *testing.F) {

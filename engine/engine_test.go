@@ -618,3 +618,22 @@ def score(input, output, expected=None):
 	assert.Equal(t, "must return a pair (score, side info), got float 0.5: no side info (also case c); case b: score must be a number, got str '0.5'", rv.Message)
 	assert.Equal(t, `return score, {"feedback": "..."} or return float(score), {"feedback": "..."}`, rv.Fix)
 }
+
+// Named scores keep the order the metric returned them in
+// (Result.ScoreNames), on the C fast path (feedback and scores only) and
+// on the general one (another side-info key).
+func TestScoreNamesKeepTheMetricsOrder(t *testing.T) {
+	e := open(t, Options{Metric: writeFile(t, "metric.py", `
+def score(input, output, expected=None):
+    side = {"feedback": "ok", "scores": {"zeta": 1.0, "alpha": 0.5, "mid": 0.25}}
+    if input["extra"]:
+        side["note"] = "general path"
+    return 1.0, side
+`)})
+	for _, extra := range []bool{false, true} {
+		r := e.Score(ctx, Case{ID: "1", Input: map[string]any{"extra": extra}, Output: "x"})
+		require.Nil(t, r.Err, "%+v", r.Err)
+		assert.Equal(t, []string{"zeta", "alpha", "mid"}, r.ScoreNames, "extra key: %v", extra)
+		assert.Equal(t, map[string]float64{"zeta": 1, "alpha": 0.5, "mid": 0.25}, r.Scores)
+	}
+}

@@ -16,6 +16,7 @@ type returnValue struct {
 	score    float64
 	feedback string
 	scores   map[string]float64
+	names    []string // scores' names, in the metric's order
 	extra    map[string]any
 	warnings []string
 }
@@ -90,6 +91,9 @@ func validateReturn(v any) (returnValue, error) {
 			f, err := finiteNumber(named.Values[i])
 			if err != nil {
 				return rv, fmt.Errorf("named score %q %w", name, err)
+			}
+			if _, dup := rv.scores[name]; !dup {
+				rv.names = append(rv.names, name)
 			}
 			rv.scores[name] = f
 		}

@@ -1,9 +1,11 @@
 package pool
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -49,6 +51,17 @@ func ParseResult(line []byte) (engine.Result, error) {
 	if r.Scores == nil {
 		r.Scores = map[string]float64{}
 	}
+	if len(r.Scores) > 0 {
+		// The line holds them in the metric's order; the map does not.
+		var named struct {
+			Scores json.RawMessage `json:"scores"`
+		}
+		if json.Unmarshal(line, &named) == nil {
+			if names := orderedNames(named.Scores); len(names) == len(r.Scores) {
+				r.ScoreNames = names
+			}
+		}
+	}
 	if l.Error != nil {
 		r.Err = &engine.CaseError{Kind: l.Error.Kind, Message: l.Error.Message, Traceback: l.Error.Traceback}
 	}
@@ -68,12 +81,7 @@ func AppendResult(b []byte, r engine.Result, withRun bool) []byte {
 	b = append(b, `,"feedback":`...)
 	b = appendString(b, r.Feedback)
 	b = append(b, `,"scores":{`...)
-	names := make([]string, 0, len(r.Scores))
-	for k := range r.Scores {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for i, k := range names {
+	for i, k := range scoreNames(r) {
 		if i > 0 {
 			b = append(b, ',')
 		}
@@ -128,6 +136,45 @@ func AppendResult(b []byte, r engine.Result, withRun bool) []byte {
 		}
 	}
 	return append(b, '}')
+}
+
+// scoreNames are r's named scores' names in the order the metric returned
+// them (Result.ScoreNames), or sorted when that is not known.
+func scoreNames(r engine.Result) []string {
+	if len(r.ScoreNames) == len(r.Scores) {
+		return r.ScoreNames
+	}
+	names := make([]string, 0, len(r.Scores))
+	for k := range r.Scores {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// orderedNames reads the names of a JSON object's members in order; nil
+// when raw is not an object.
+func orderedNames(raw json.RawMessage) []string {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil
+	}
+	var names []string
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		name, _ := t.(string)
+		var skip json.RawMessage
+		if dec.Decode(&skip) != nil {
+			return nil
+		}
+		if !slices.Contains(names, name) {
+			names = append(names, name)
+		}
+	}
+	return names
 }
 
 // observationJSON writes every field, null where not measured.

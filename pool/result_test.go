@@ -39,3 +39,22 @@ func TestAppendResultMatchesEncodingJSON(t *testing.T) {
 		assert.Equal(t, slow, fast)
 	}
 }
+
+// A results line holds the named scores in the order the metric returned
+// them (Result.ScoreNames), not sorted, and ParseResult reads that order
+// back; a Result built without names is written sorted, as before.
+func TestResultKeepsTheMetricsScoreOrder(t *testing.T) {
+	r := engine.Result{ID: "1", Scores: map[string]float64{"zeta": 1, "alpha": 0.5, "mid": 0.25}, ScoreNames: []string{"zeta", "alpha", "mid"}}
+	line := AppendResult(nil, r, false)
+	assert.Contains(t, string(line), `"scores":{"zeta":1,"alpha":0.5,"mid":0.25}`)
+	back, err := ParseResult(line)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"zeta", "alpha", "mid"}, back.ScoreNames)
+	var names []string
+	rec := RecordOf(r, false)
+	rec.EachScore(func(name []byte, _ float64) { names = append(names, string(name)) })
+	assert.Equal(t, []string{"zeta", "alpha", "mid"}, names)
+
+	r.ScoreNames = nil
+	assert.Contains(t, string(AppendResult(nil, r, false)), `"scores":{"alpha":0.5,"mid":0.25,"zeta":1}`)
+}

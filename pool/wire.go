@@ -288,9 +288,9 @@ func appendRecord(b []byte, r engine.Result, withRun bool) []byte {
 		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(*r.Observation.CostUSD))
 	}
 	b = binary.LittleEndian.AppendUint16(b, uint16(len(r.Scores)))
-	for k, v := range r.Scores {
+	for _, k := range scoreNames(r) {
 		b = appendShort(b, k)
-		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(r.Scores[k]))
 	}
 	at := len(b)
 	b = append(b, 0, 0, 0, 0)

@@ -46,6 +46,9 @@ type benchReport struct {
 	NSPerCase map[string]float64 `json:"ns_per_case"`
 	Ratios    map[string]float64 `json:"ratios"`
 	Bars      map[string]bool    `json:"bars_met"`
+	// NoBar holds the ratios printed without a verdict, and why: the
+	// SPEC's per-case bars are for a trivial metric (trivialMetricNS).
+	NoBar map[string]string `json:"no_bar,omitempty"`
 	// Samples are every run's ns/case per path, in run order: the spread
 	// the medians hide on a noisy machine.
 	Samples map[string][]float64 `json:"samples"`
@@ -88,6 +91,68 @@ var benchBars = []struct {
 	{"processes_speedup", 0, false}, // the limit is 0.85 x N, set per run
 	{"python_pool_vs_skynet_score", 1, false},
 	{"python_script_vs_skynet_score_1", 0.95, false},
+}
+
+// trivialMetricNS is the most a metric may take a case in the pure-Python
+// loop for the per-case bars (perCaseBar) to apply: the SPEC sets them for
+// a trivial metric (exact match takes ~270 ns here). For a slower one the
+// metric's own time fills both sides of those ratios (a 2 ms metric makes
+// the lockstep worker about 1 x the engine, whatever the engine costs), so
+// they are reported without a verdict. The --file bars hold for any metric.
+const trivialMetricNS = 1000
+
+// perCaseBar says a bar is one of the SPEC's per-case bars, which are for a
+// trivial metric.
+func perCaseBar(name string) bool {
+	switch name {
+	case "engine_vs_python_loop", "subprocess_lockstep_vs_engine", "subprocess_pipelined_vs_engine", "subprocess_per_case_vs_engine":
+		return true
+	}
+	return false
+}
+
+// grade holds each ratio to its bar, in Bars, or says in NoBar why it has
+// none here.
+func (rep *benchReport) grade(nProcs int) {
+	loop, measured := rep.NSPerCase["python_loop"]
+	for _, bar := range benchBars {
+		r, ok := rep.Ratios[bar.name]
+		if !ok {
+			continue
+		}
+		if perCaseBar(bar.name) && (!measured || loop > trivialMetricNS) {
+			if rep.NoBar == nil {
+				rep.NoBar = map[string]string{}
+			}
+			rep.NoBar[bar.name] = fmt.Sprintf("the SPEC's per-case bars are for a trivial metric (under %d ns a case in the pure-Python loop); this one takes %s ns",
+				trivialMetricNS, strconv.FormatFloat(loop, 'f', 0, 64))
+			continue
+		}
+		limit := barLimit(bar.name, bar.limit, nProcs)
+		rep.Bars[bar.name] = (bar.atMost && r <= limit) || (!bar.atMost && r >= limit)
+	}
+}
+
+// printRatios prints each ratio with its bar and verdict, or why it has none.
+func (rep *benchReport) printRatios(w io.Writer, nProcs int) {
+	for _, bar := range benchBars {
+		r, ok := rep.Ratios[bar.name]
+		if !ok {
+			continue
+		}
+		if why, ok := rep.NoBar[bar.name]; ok {
+			fmt.Fprintf(w, "  %-32s %10.2f   (no bar: %s)\n", bar.name, r, why)
+			continue
+		}
+		op, verdict := ">=", "met"
+		if bar.atMost {
+			op = "<="
+		}
+		if !rep.Bars[bar.name] {
+			verdict = "NOT met"
+		}
+		fmt.Fprintf(w, "  %-32s %10.2f   (bar %s %g: %s)\n", bar.name, r, op, barLimit(bar.name, bar.limit, nProcs), verdict)
+	}
 }
 
 // barLimit is a bar's limit for a run with n worker processes.
@@ -297,12 +362,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		}
 		rep.Ratios["python_script_vs_skynet_score_1"] = ns["python_script_file"] / ns[one]
 	}
-	for _, bar := range benchBars {
-		if r, ok := rep.Ratios[bar.name]; ok {
-			limit := barLimit(bar.name, bar.limit, nProcs)
-			rep.Bars[bar.name] = (bar.atMost && r <= limit) || (!bar.atMost && r >= limit)
-		}
-	}
+	rep.grade(nProcs)
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -325,20 +385,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "  %-24s %14s ns/case\n", k, strconv.FormatFloat(ns[k], 'f', 0, 64))
 	}
 	fmt.Fprintln(stdout)
-	for _, bar := range benchBars {
-		r, ok := rep.Ratios[bar.name]
-		if !ok {
-			continue
-		}
-		op, verdict := ">=", "met"
-		if bar.atMost {
-			op = "<="
-		}
-		if !rep.Bars[bar.name] {
-			verdict = "NOT met"
-		}
-		fmt.Fprintf(stdout, "  %-32s %10.2f   (bar %s %g: %s)\n", bar.name, r, op, barLimit(bar.name, bar.limit, nProcs), verdict)
-	}
+	rep.printRatios(stdout, nProcs)
 	if len(rep.PeakRSSMB) > 0 {
 		fmt.Fprintln(stdout)
 		for _, k := range []string{"skynet_score_file", "skynet_score_file_1", "python_script_file", "python_pool_file"} {

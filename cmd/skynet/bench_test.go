@@ -91,3 +91,39 @@ def score(input, output, expected=None):
 	assert.Less(t, took, 30*time.Second, "the timeout, not the worker, ends the wait")
 	assert.Equal(t, 1, strings.Count(msg, "skynet bench:"), msg)
 }
+
+// The SPEC's per-case bars are for a trivial metric: a 2 ms-a-case metric's
+// ratios are printed without a verdict (it printed
+// "subprocess_lockstep_vs_engine 0.66 (bar >= 100: NOT met)"), while the
+// --file bars, which hold for any metric, keep theirs. A trivial metric is
+// graded as before.
+func TestBenchBarsFitTheMetric(t *testing.T) {
+	report := func(loopNS float64) *benchReport {
+		rep := &benchReport{NSPerCase: map[string]float64{"python_loop": loopNS, "engine": loopNS * 1.2}, Bars: map[string]bool{},
+			Ratios: map[string]float64{"engine_vs_python_loop": 1.2, "subprocess_lockstep_vs_engine": 0.66, "subprocess_pipelined_vs_engine": 0.9,
+				"subprocess_per_case_vs_engine": 30, "python_script_vs_skynet_score": 0.8, "processes_speedup": 1.9}}
+		rep.grade(2)
+		return rep
+	}
+	slow := report(2e6)
+	var out bytes.Buffer
+	slow.printRatios(&out, 2)
+	text := out.String()
+	for _, name := range []string{"engine_vs_python_loop", "subprocess_lockstep_vs_engine", "subprocess_pipelined_vs_engine", "subprocess_per_case_vs_engine"} {
+		assert.NotContains(t, slow.Bars, name, "no verdict for %s", name)
+		assert.Contains(t, slow.NoBar, name)
+		for _, l := range strings.Split(text, "\n") {
+			if strings.Contains(l, name) {
+				assert.NotContains(t, l, "NOT met", l)
+			}
+		}
+	}
+	assert.Contains(t, text, "subprocess_lockstep_vs_engine          0.66   (no bar: the SPEC's per-case bars are for a trivial metric (under 1000 ns a case in the pure-Python loop); this one takes 2000000 ns)")
+	assert.Contains(t, text, "python_script_vs_skynet_score          0.80   (bar >= 1: NOT met)", "the file bars hold for any metric")
+	assert.Contains(t, text, "processes_speedup                      1.90   (bar >= 1.7: met)")
+
+	trivial := report(266)
+	assert.Empty(t, trivial.NoBar)
+	assert.Equal(t, map[string]bool{"engine_vs_python_loop": false, "subprocess_lockstep_vs_engine": false, "subprocess_pipelined_vs_engine": false,
+		"subprocess_per_case_vs_engine": false, "python_script_vs_skynet_score": false, "processes_speedup": true}, trivial.Bars)
+}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/skynetml/skynet/engine"
 	"github.com/skynetml/skynet/pool"
@@ -31,7 +32,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		stdinData(stderr, "check", *data) || caseFile(stderr, "check", *data) {
 		return exitUsage
 	}
-	cases, err := readSamples(*data, *samples)
+	cases, badLines, err := readSamples(*data, *samples)
 	if err != nil {
 		fmt.Fprintf(stderr, "skynet check: %v\n", err)
 		return exitUsage
@@ -63,6 +64,9 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		checks = p.Check(context.Background(), cases)
 		p.Close()
 	}
+	if len(badLines) > 0 {
+		checks = append(checks, caseFileNotice(badLines))
+	}
 	ok := true
 	for _, c := range checks {
 		ok = ok && c.OK
@@ -79,6 +83,8 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 			status := "ok    "
 			if !c.OK {
 				status = "FAILED"
+			} else if c.Name == checkCaseFile {
+				status = "note  "
 			}
 			where := ""
 			if c.Case != "" {
@@ -99,31 +105,58 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// readSamples reads the first n cases; a bad line among them is a file error.
-func readSamples(path string, n int) ([]engine.Case, error) {
+// checkCaseFile names check's notice of lines of the case file that are
+// not cases: skynet score's rule, one for both commands, is that such a
+// line is an input error of its case, never the end of the command.
+const checkCaseFile = "case file"
+
+// maxBadLinesNamed is how many bad lines the notice quotes.
+const maxBadLinesNamed = 3
+
+// readSamples reads the first n cases. A line that is not a case is passed
+// over, as skynet score passes over it (an input error result), and
+// returned in bad; a file in which no line is a case is an error.
+func readSamples(path string, n int) (cases []engine.Case, bad []*engine.LineError, err error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer f.Close()
 	cr := engine.NewCaseReader(f)
-	var cases []engine.Case
 	for len(cases) < n {
 		c, err := cr.Next()
 		if err == io.EOF {
 			break
 		}
-		var le *engine.LineError
-		if errors.As(err, &le) {
-			return nil, fmt.Errorf("%s: %v", path, err)
+		if le, ok := errors.AsType[*engine.LineError](err); ok {
+			bad = append(bad, le)
+			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
+			return nil, nil, fmt.Errorf("%s: %w", path, err)
 		}
 		cases = append(cases, c)
 	}
-	if len(cases) == 0 {
-		return nil, fmt.Errorf("%s: no cases", path)
+	switch {
+	case len(cases) == 0 && len(bad) > 0:
+		return nil, nil, fmt.Errorf("%s: no line is a case (%v)", path, bad[0])
+	case len(cases) == 0:
+		return nil, nil, fmt.Errorf("%s: no cases", path)
 	}
-	return cases, nil
+	return cases, bad, nil
+}
+
+// caseFileNotice says which lines read for the samples were not cases.
+func caseFileNotice(bad []*engine.LineError) engine.Check {
+	named := make([]string, 0, maxBadLinesNamed)
+	for _, le := range bad[:min(len(bad), maxBadLinesNamed)] {
+		named = append(named, le.Error())
+	}
+	more := ""
+	if len(bad) > maxBadLinesNamed {
+		more = fmt.Sprintf("; and %d more", len(bad)-maxBadLinesNamed)
+	}
+	return engine.Check{Name: checkCaseFile, OK: true, Message: fmt.Sprintf(
+		"%d line(s) read for the samples are not cases, so the samples are the next ones (skynet score gives each an \"input\" error result and goes on): %s%s",
+		len(bad), strings.Join(named, "; "), more)}
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -115,6 +116,7 @@ func TestKillAndResume(t *testing.T) {
 	require.NoError(t, err, string(res))
 	assert.Contains(t, string(res), fmt.Sprintf("resumed: %d case(s) were already done and kept", before))
 	checkComplete(t, out, n)
+	checkInOrder(t, out, n)
 }
 
 // SIGINT stops cleanly: the summary says interrupted, every case read has a
@@ -134,4 +136,130 @@ func TestInterruptAndResume(t *testing.T) {
 	res, err := exec.Command(skynetBin(t), "score", "--metric", metric, "--data", data, "--out", out, "--resume").CombinedOutput()
 	require.NoError(t, err, string(res))
 	checkComplete(t, out, n)
+	checkInOrder(t, out, n)
+}
+
+// checkInOrder asserts the results are c0..c(n-1) in input order.
+func checkInOrder(t *testing.T, path string, n int) {
+	t.Helper()
+	ids := resultIDs(t, path)
+	require.Len(t, ids, n)
+	for i, id := range ids {
+		require.Equal(t, fmt.Sprintf("c%d", i), id, "result %d of the resumed file: input order", i+1)
+	}
+}
+
+// resultIDs reads the ids of a results file, in its order.
+func resultIDs(t *testing.T, path string) []string {
+	t.Helper()
+	var ids []string
+	for _, r := range resultFile(t, path) {
+		ids = append(ids, r.ID)
+	}
+	return ids
+}
+
+// labelCases writes n cases c0..c(n-1) that the exact-match metric scores 1.
+func labelCases(t *testing.T, dir string, n int) string {
+	var b strings.Builder
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, `{"id": "c%d", "input": {"n": %d}, "output": "x", "expected": {"label": "x"}}`+"\n", i, i)
+	}
+	return writeFile(t, dir, "cases.jsonl", b.String())
+}
+
+// A results file --resume continues ends in input order, as if the run had
+// never stopped: an interrupted run (one worker's cases finished past the
+// gap the others left: c0-c2, c5, the rest cancelled) and a resume that was
+// itself killed (kept results, then new ones appended) both come out
+// c0..c9, the kept results kept as they were.
+func TestResumeEndsInInputOrder(t *testing.T) {
+	dir := t.TempDir()
+	data := labelCases(t, dir, 10)
+	done := func(id string) string {
+		return `{"id":"` + id + `","score":1,"feedback":"kept","scores":{},"error":null,"ms":1}` + "\n"
+	}
+	cancelled := func(id string) string {
+		return `{"id":"` + id + `","score":0,"feedback":"score cancelled: interrupted (interrupt)","scores":{},"error":{"kind":"canceled","message":"score cancelled: interrupted (interrupt)"},"ms":0}` + "\n"
+	}
+	want := []string{"c0", "c1", "c2", "c3", "c4", "c5", "c6", "c7", "c8", "c9"}
+	for name, text := range map[string]string{
+		"interrupted": done("c0") + done("c1") + done("c2") + cancelled("c3") + cancelled("c4") + done("c5") +
+			cancelled("c6") + cancelled("c7") + cancelled("c8") + cancelled("c9"),
+		"killed resume": done("c0") + done("c1") + done("c5") + done("c2") + done("c3"),
+		"torn":          done("c0") + done("c2") + `{"id":"c1","sco`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			out := writeFile(t, dir, "results-"+strings.ReplaceAll(name, " ", "-")+".jsonl", text)
+			code, summary, errOut := skynet("score", "--metric", example+"metric.py", "--data", data, "--out", out, "--resume")
+			require.Equal(t, exitOK, code, errOut)
+			assert.NotContains(t, errOut, "warning")
+			assert.Equal(t, want, resultIDs(t, out), "input order\n%s", summary)
+			for _, r := range resultFile(t, out) {
+				if strings.Contains(text, done(r.ID)) {
+					assert.Equal(t, "kept", r.Feedback, "%s was kept, not scored again", r.ID)
+				} else {
+					assert.Equal(t, "Correct.", r.Feedback, r.ID)
+				}
+			}
+			fi, err := os.Stat(out)
+			require.NoError(t, err)
+			assert.Equal(t, os.FileMode(0o644), fi.Mode().Perm(), "the rewritten file keeps its mode")
+			left, _ := filepath.Glob(filepath.Join(dir, ".skynet-resume-*"))
+			assert.Empty(t, left, "no temporary file is left behind")
+		})
+	}
+}
+
+// A broken line's result carries the id read from it; once the file is
+// fixed, --resume reads the lines whose result was an input error again
+// and scores them. --retry-failed also scores again the cases that failed
+// otherwise (here an exception); without it they are kept.
+func TestResumeScoresFixedAndFailedCases(t *testing.T) {
+	dir := t.TempDir()
+	good := func(id string, n int) string {
+		return fmt.Sprintf(`{"id": %q, "input": {"n": %d}, "output": "x", "expected": {"label": "x"}}`+"\n", id, n)
+	}
+	broken := writeFile(t, dir, "broken.jsonl", good("a", 1)+
+		`{"id": "b", "input": {"n": 2}, "output": "x", "expected": {"label": "x"}`+"\n"+
+		`{"id": "c", "inptu": {"n": 3}, "output": "x", "expected": {"label": "x"}}`+"\n"+good("d", 4))
+	fixed := writeFile(t, dir, "fixed.jsonl", good("a", 1)+good("b", 2)+good("c", 3)+good("d", 4))
+	flaky := writeFile(t, dir, "flaky.py", `
+def score(input, output, expected=None):
+    if input["n"] == 4:
+        raise ValueError("flaky")
+    return 1.0, {"feedback": "Correct."}
+`)
+	out := filepath.Join(dir, "r.jsonl")
+	code, _, errOut := skynet("score", "--metric", flaky, "--data", broken, "--out", out)
+	require.Equal(t, exitOK, code, errOut)
+	kinds := func() map[string]string {
+		m := map[string]string{}
+		for _, r := range resultFile(t, out) {
+			m[r.ID] = "ok"
+			if r.Error != nil {
+				m[r.ID] = string(r.Error.Kind)
+			}
+		}
+		return m
+	}
+	assert.Equal(t, []string{"a", "b", "c", "d"}, resultIDs(t, out), "the broken line's result is named by its id, not its line number")
+	assert.Equal(t, map[string]string{"a": "ok", "b": "input", "c": "input", "d": "exception"}, kinds())
+
+	code, summary, errOut := skynet("score", "--metric", flaky, "--data", fixed, "--out", out, "--resume")
+	require.Equal(t, exitOK, code, errOut)
+	assert.Equal(t, []string{"a", "b", "c", "d"}, resultIDs(t, out))
+	assert.Equal(t, map[string]string{"a": "ok", "b": "ok", "c": "ok", "d": "exception"}, kinds(), "the fixed lines are scored; the exception is kept")
+	assert.Contains(t, summary, "resumed: 2 failed result(s) dropped, to score their cases again (input 2)")
+
+	code, _, errOut = skynet("score", "--metric", example+"metric.py", "--data", fixed, "--out", out, "--retry-failed")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, errOut, "--retry-failed needs --resume")
+
+	code, summary, errOut = skynet("score", "--metric", example+"metric.py", "--data", fixed, "--out", out, "--resume", "--retry-failed")
+	require.Equal(t, exitOK, code, errOut)
+	assert.Equal(t, []string{"a", "b", "c", "d"}, resultIDs(t, out))
+	assert.Equal(t, map[string]string{"a": "ok", "b": "ok", "c": "ok", "d": "ok"}, kinds(), "--retry-failed scores the failed case again")
+	assert.Contains(t, summary, "(exception 1)")
+	assert.Contains(t, summary, "resumed: 3 case(s) were already done and kept")
 }

@@ -132,6 +132,16 @@ func TestResumeRefusesForeignResults(t *testing.T) {
 	assert.Contains(t, errOut, `has a result for case "other-7", which is not in`)
 	b, _ := os.ReadFile(out)
 	assert.Equal(t, foreign, string(b), "the results file is left as it was")
+
+	// Failed results that --resume would score again stay too, when the
+	// run is refused.
+	failed := foreign + `{"id":"other-8","score":0,"feedback":"line 2: invalid JSON","scores":{},"error":{"kind":"input","message":"line 2: invalid JSON"},"ms":0}` + "\n"
+	out = writeFile(t, dir, "results.jsonl", failed)
+	code, _, errOut = skynet("score", "--metric", example+"metric.py", "--data", data, "--out", out, "--resume", "--retry-failed")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, errOut, `has a result for case "other-7", which is not in`)
+	b, _ = os.ReadFile(out)
+	assert.Equal(t, failed, string(b), "the results file is left as it was")
 }
 
 // Ids are unique after normalisation: a case without an id is named by its

@@ -28,6 +28,7 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 	seed := fs.Uint64("seed", 0, "seed for --sample")
 	out := fs.String("out", "", "results file (JSONL); default standard output")
 	resume := fs.Bool("resume", false, "continue an interrupted run: keep --out's finished results and evaluate only the rest")
+	retry := fs.Bool("retry-failed", false, "with --resume: also evaluate again the cases whose result is an error (exception, timeout, crash...); input errors are always read again")
 	timeout := fs.Duration("timeout", engine.DefaultTimeout, "time limit per score call (at most 600s)")
 	runTimeout := fs.Duration("run-timeout", 0, "time limit per run call (default: --timeout, at most 600s)")
 	svFlags := addSupervisorFlags(fs)
@@ -74,7 +75,7 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	*out = shard.outPath(*out)
-	dest, err := resultsOutput(*out, *resume, []inputFile{
+	dest, err := resultsOutput(*out, *resume, *retry, []inputFile{
 		{"data", *data, "the dataset"}, {"program", *program, "the program"}, {"artifact", *artifactPath, "the artifact"},
 		{"metric", *metric, "the metric"}, {"prices", *models.prices, "the price file"}, {"llm-cache", *models.cache, "the model-reply cache"},
 	}, stdout, stderr)
@@ -83,7 +84,7 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	defer dest.close()
-	results, summary, done := dest.results, dest.summary, dest.done
+	summary, done := dest.summary, dest.done
 	if id, ok := foreignID(done, func(yield func(string) bool) {
 		for _, c := range cases {
 			if shard.takes(c.ID) && !yield(c.ID) {
@@ -94,7 +95,19 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "skynet eval: --resume: %s\n", foreignMessage(*out, shard.of(*data), id))
 		return exitUsage
 	}
+	results, err := dest.open()
+	if err != nil {
+		fmt.Fprintf(stderr, "skynet eval: %v\n", err)
+		return exitUsage
+	}
 	entries, readErr := datasetEntries(cases, done, shard)
+	if dest.order != nil {
+		for i, c := range cases {
+			if done[c.ID] {
+				dest.order.keptAt(c.ID, i+1)
+			}
+		}
+	}
 	client, err := models.client()
 	if err != nil {
 		fmt.Fprintf(stderr, "skynet eval: %v\n", err)
@@ -105,7 +118,7 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 		RunTimeout: *runTimeout, LLM: client}, len(cases)-len(done), stderr)
 	s := sv.supervisor("eval", opts, client, results, stderr)
 	s.artifact = artifactText
-	s.entries, s.readErr, s.shard, s.kept = entries, readErr, shard, dest.kept
+	s.entries, s.readErr, s.shard, s.kept, s.order = entries, readErr, shard, dest.kept, dest.order
 	s.noCases = func() string {
 		return fmt.Sprintf("no row of %s could be read as a case (see the input errors in the results)", *data)
 	}
@@ -174,11 +187,16 @@ func datasetEntries(cases []engine.Case, done map[string]bool, shard shardSpec) 
 
 // printResumed says what --resume kept and, since the run's own mean
 // covers only what it scored, the mean of the whole results file.
-func printResumed(w io.Writer, done map[string]bool, kept mean, scored *stats) {
+func printResumed(w io.Writer, done map[string]bool, kept mean, scored *stats, order *resumeOrder) {
+	if len(done) > 0 {
+		fmt.Fprintf(w, "resumed: %d case(s) were already done and kept\n", len(done))
+	}
+	if line := order.droppedLine(); line != "" {
+		fmt.Fprintln(w, line)
+	}
 	if len(done) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "resumed: %d case(s) were already done and kept\n", len(done))
 	if n := kept.n + scored.count; n > 0 {
 		fmt.Fprintf(w, "all %d result(s), kept and new: mean score %s (failed cases count as 0)\n", n, summaryNumber((kept.sum+scored.sum)/float64(n)))
 	}
@@ -210,41 +228,63 @@ func openFailed(stderr io.Writer, cmd string, err error) int {
 	return exitUsage
 }
 
-// resultsDest is where a run's results and summary go.
+// resultsDest is where a run's results and summary go. open opens the
+// results (with --resume, after rewriting the file with the results it
+// keeps), once the checks that may refuse the run have passed.
 type resultsDest struct {
-	results, summary io.Writer
-	done             map[string]bool // with --resume: the ids already finished
-	kept             mean            // with --resume: their scores
-	close            func()
+	open    func() (io.Writer, error)
+	summary io.Writer
+	done    map[string]bool // with --resume: the ids already finished
+	kept    mean            // with --resume: their scores
+	order   *resumeOrder    // with --resume: puts the file in input order at the end
+	close   func()
 }
 
 // resultsOutput opens where results go: --out, or stdout. The summary goes
 // to stdout when results go to a file, else to stderr. With resume, the file
-// keeps its finished results (see resumeResults) and done holds their ids.
+// keeps its finished results (see resumeResults) and done holds their ids;
+// retryFailed drops its failed results too, to score them again.
 // A results file that is one of the command's inputs is refused.
-func resultsOutput(out string, resume bool, inputs []inputFile, stdout, stderr io.Writer) (resultsDest, error) {
+func resultsOutput(out string, resume, retryFailed bool, inputs []inputFile, stdout, stderr io.Writer) (resultsDest, error) {
+	if retryFailed && !resume {
+		return resultsDest{}, errors.New("--retry-failed needs --resume (and --out): it scores again the failed cases of a results file")
+	}
 	if out == "" {
 		if resume {
 			return resultsDest{}, errors.New("--resume needs --out: the results file to continue")
 		}
-		return resultsDest{results: stdout, summary: stderr, close: func() {}}, nil
+		return resultsDest{summary: stderr, close: func() {}, open: func() (io.Writer, error) { return stdout, nil }}, nil
 	}
 	if err := refuseOverwrite(out, inputs); err != nil {
 		return resultsDest{}, err
 	}
 	d := resultsDest{summary: stdout}
 	flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+	var rewrite func() error
 	if resume {
 		var err error
-		if d.done, d.kept, err = resumeResults(out); err != nil {
+		if d.done, d.kept, d.order, rewrite, err = resumeResults(out, retryFailed); err != nil {
 			return resultsDest{}, err
 		}
 		flags = os.O_WRONLY | os.O_CREATE | os.O_APPEND
 	}
-	f, err := os.OpenFile(out, flags, 0o644)
-	if err != nil {
-		return resultsDest{}, err
+	var f *os.File
+	d.close = func() {
+		if f != nil {
+			f.Close()
+		}
 	}
-	d.results, d.close = f, func() { f.Close() }
+	d.open = func() (io.Writer, error) {
+		if rewrite != nil {
+			if err := rewrite(); err != nil {
+				return nil, err
+			}
+		}
+		var err error
+		if f, err = os.OpenFile(out, flags, 0o644); err != nil {
+			return nil, err
+		}
+		return f, nil
+	}
 	return d, nil
 }

@@ -92,6 +92,26 @@ func TestMissingMetricIsAFileError(t *testing.T) {
 	}
 }
 
+// The summary's first line says how many cases have a score and how many
+// failed: "scored 3 case(s)" for 3 that all failed read as 3 scores.
+func TestSummarySaysScoredAndFailed(t *testing.T) {
+	dir := t.TempDir()
+	raises := writeFile(t, dir, "raises.py", "def score(input, output, expected=None):\n    if output != 'ok':\n        raise ValueError('no')\n    return 1.0, {'feedback': 'ok'}\n")
+	code, _, errOut := skynet("score", "--metric", raises, "--data", writeFile(t, dir, "cases.jsonl", casesText(3, "x")))
+	assert.Equal(t, exitCheck, code, errOut)
+	assert.Regexp(t, `(?m)^scored 0 of 3 case\(s\) in [0-9.]+s \([0-9]+ cases/s\); 3 failed$`, errOut)
+	assert.NotContains(t, errOut, "scored 3 case(s)")
+
+	mixed := writeFile(t, dir, "mixed.jsonl", casesText(3, "x")+`{"id": "good", "input": {}, "output": "ok"}`+"\n")
+	code, _, errOut = skynet("score", "--metric", raises, "--data", mixed)
+	assert.Equal(t, exitOK, code, errOut)
+	assert.Regexp(t, `(?m)^scored 1 of 4 case\(s\) in .*; 3 failed$`, errOut)
+
+	code, _, errOut = skynet("score", "--metric", example+"metric.py", "--data", example+"cases.jsonl")
+	assert.Equal(t, exitOK, code, errOut)
+	assert.Regexp(t, `(?m)^scored 6 case\(s\) in [0-9.]+s \([0-9]+ cases/s\)$`, errOut, "none failed: the count alone")
+}
+
 // A run where every case failed scored nothing: exit 1, said on stderr,
 // every case still with its result. One scored case makes it exit 0.
 func TestEveryCaseFailedExits1(t *testing.T) {
@@ -546,4 +566,25 @@ func TestMergePartNamedTwice(t *testing.T) {
 	assert.Equal(t, exitUsage, code, errOut)
 	assert.Equal(t, "skynet merge: the parts "+parts[0]+" and "+link+" are the same file: name each part once\n", errOut)
 	assert.NotContains(t, errOut, "two results")
+}
+
+// A results line's "scores" are in the order the metric returned them
+// (they came back alphabetical); the summary's means stay sorted by name.
+func TestResultsKeepTheMetricsScoreOrder(t *testing.T) {
+	dir := t.TempDir()
+	metric := writeFile(t, dir, "metric.py", `
+def score(input, output, expected=None):
+    side = {"feedback": "ok", "scores": {"zeta": 1.0, "alpha": 0.5, "mid": 0.25}}
+    if input["n"] == 2:
+        side["note"] = "another key: the general path"
+    return 1.0, side
+`)
+	code, out, errOut := skynet("score", "--metric", metric, "--data", writeFile(t, dir, "cases.jsonl", casesText(2, "x")))
+	require.Equal(t, exitOK, code, errOut)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 2)
+	for _, l := range lines {
+		assert.Contains(t, l, `"scores":{"zeta":1,"alpha":0.5,"mid":0.25}`)
+	}
+	assert.Contains(t, errOut, "named scores: alpha 0.5000 (2), mid 0.2500 (2), zeta 1.0000 (2)")
 }

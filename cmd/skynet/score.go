@@ -28,6 +28,7 @@ func runScore(args []string, stdout, stderr io.Writer) int {
 	data := fs.String("data", "", `case file (JSONL), or "-" for standard input`)
 	out := fs.String("out", "", "results file (JSONL); default standard output")
 	resume := fs.Bool("resume", false, "continue an interrupted run: keep --out's finished results and score only the rest")
+	retry := fs.Bool("retry-failed", false, "with --resume: also score again the cases whose result is an error (exception, timeout, crash...); input errors are always read again")
 	timeout := fs.Duration("timeout", engine.DefaultTimeout, "time limit per score call (at most 600s)")
 	sv := addSupervisorFlags(fs)
 	sf := addShardFlags(fs)
@@ -56,7 +57,7 @@ func runScore(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "skynet score: %s has no cases: it is empty or holds only blank lines\n", *data)
 		return exitUsage
 	}
-	dest, err := resultsOutput(*out, *resume, []inputFile{
+	dest, err := resultsOutput(*out, *resume, *retry, []inputFile{
 		{"data", *data, "the case file"}, {"metric", *metric, "the metric"},
 		{"prices", *models.prices, "the price file"}, {"llm-cache", *models.cache, "the model-reply cache"},
 	}, stdout, stderr)
@@ -65,12 +66,17 @@ func runScore(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	defer dest.close()
-	results, summary, done := dest.results, dest.summary, dest.done
+	summary, done := dest.summary, dest.done
 	if len(done) > 0 && *data != "-" {
 		if id, ok := foreignID(done, shard.filter(fileIDs(*data, sv.maxLine))); ok {
 			fmt.Fprintf(stderr, "skynet score: --resume: %s\n", foreignMessage(*out, shard.of(*data), id))
 			return exitUsage
 		}
+	}
+	results, err := dest.open()
+	if err != nil {
+		fmt.Fprintf(stderr, "skynet score: %v\n", err)
+		return exitUsage
 	}
 	name := *data
 	if name == "-" {
@@ -86,6 +92,9 @@ func runScore(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "skynet score: %s is not JSONL: line %d does not start with \"{\" (a case file has one JSON object a line: {\"id\", \"input\", \"output\", \"expected\"})%s\n",
 			name, line, hint)
 	}}
+	if dest.order != nil {
+		info.keptAt = dest.order.keptAt
+	}
 	entries, readErr, foreign := caseEntries(in, *data, done, sv.maxLine, shard, info)
 	client, err := models.client()
 	if err != nil {
@@ -95,7 +104,7 @@ func runScore(args []string, stdout, stderr io.Writer) int {
 	defer client.Close()
 	opts := sv.poolOptions("score", engine.Options{Metric: *metric, Timeout: *timeout, LLM: client}, total, stderr)
 	s := sv.supervisor("score", opts, client, results, stderr)
-	s.entries, s.readErr, s.shard, s.kept = entries, readErr, shard, dest.kept
+	s.entries, s.readErr, s.shard, s.kept, s.order = entries, readErr, shard, dest.kept, dest.order
 	s.noCases = func() string {
 		msg := fmt.Sprintf("no line of %s is a case (see the input errors in the results)", name)
 		if info.rowLike.Load() && !saidHint.Load() {
@@ -161,6 +170,9 @@ type inputInfo struct {
 	notJSONL func(line int, text []byte)
 	lines    atomic.Int64 // lines that are not blank, every shard's and resumed ones too
 	rowLike  atomic.Bool  // one of the first lines is a JSON object of columns, not a case
+	// keptAt, when set (--resume), learns the line of each case whose
+	// result was kept.
+	keptAt func(id string, line int)
 }
 
 // rowLikeLines is how many lines from the start are looked at for rowLike.
@@ -260,6 +272,9 @@ func caseEntries(in io.Reader, path string, done map[string]bool, maxLine int, s
 			}
 			if done[e.id] {
 				resumed[e.id] = true
+				if info != nil && info.keptAt != nil {
+					info.keptAt(e.id, n)
+				}
 				continue
 			}
 			ch <- e
@@ -353,9 +368,18 @@ func (s *stats) print(w io.Writer, interrupted bool) {
 	if s.elapsed > 0 {
 		rate = float64(s.count) / s.elapsed.Seconds()
 	}
-	if s.parts > 0 {
+	failed := 0
+	for _, n := range s.errors {
+		failed += n
+	}
+	switch {
+	case s.parts > 0:
 		fmt.Fprintf(w, "merged %d result(s) from %d part(s)\n", s.count, s.parts)
-	} else {
+	case failed > 0:
+		// How many have a score, and how many failed: "scored 3 case(s)"
+		// of 3 that all failed read as 3 scores.
+		fmt.Fprintf(w, "%s %d of %d case(s) in %.2fs (%.0f cases/s); %d failed\n", head, s.count-failed, s.count, s.elapsed.Seconds(), rate, failed)
+	default:
 		fmt.Fprintf(w, "%s %d case(s) in %.2fs (%.0f cases/s)\n", head, s.count, s.elapsed.Seconds(), rate)
 	}
 	if s.canceled > 0 {

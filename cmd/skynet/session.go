@@ -112,6 +112,13 @@ func runSupervised(s *supervisor, total int, done map[string]bool, summary, stde
 	if s.bar != nil {
 		s.bar.done()
 	}
+	if s.order != nil && s.writeErr == nil {
+		// Kept results and new ones, in input order, as if the run had
+		// never stopped; the file is whole either way.
+		if err := s.order.finish(); err != nil {
+			fmt.Fprintf(stderr, "skynet %s: warning: --resume: every result is in %s, but not in input order (%v); --resume again puts them in order\n", s.cmd, s.order.path, err)
+		}
+	}
 	if code != exitOK {
 		return code
 	}
@@ -133,7 +140,7 @@ func runSupervised(s *supervisor, total int, done map[string]bool, summary, stde
 	for _, n := range s.pool.Notices {
 		fmt.Fprintf(summary, "warning: %s\n", n)
 	}
-	printResumed(summary, done, s.kept, s.st)
+	printResumed(summary, done, s.kept, s.st, s.order)
 	printModelUse(summary, modelUseOf(s.client))
 	switch {
 	case s.writeErr != nil:

@@ -59,8 +59,9 @@ type supervisor struct {
 
 	inputDone   bool
 	interrupted os.Signal
-	kept        mean // --resume: the scores of the results kept, for the summary
-	loadFailed  int  // exit code when the metric never loaded
+	kept        mean         // --resume: the scores of the results kept, for the summary
+	order       *resumeOrder // --resume: where each result goes in input order
+	loadFailed  int          // exit code when the metric never loaded
 	pool        pool.Stats
 }
 
@@ -205,6 +206,9 @@ func (s *supervisor) write(t *pool.Task, sig os.Signal) {
 	}
 	s.wbuf = append(s.wbuf, r.Line...)
 	s.wbuf = append(s.wbuf, '\n')
+	if s.order != nil {
+		s.order.wrote(t.Line)
+	}
 	if s.bar != nil {
 		s.bar.step(s.st.count + s.st.canceled)
 	}

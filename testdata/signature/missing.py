@@ -1,3 +1,3 @@
-# signature: the metric defines no `score` function
+# signature: the metric defines no `score` function (it defines `scorer`: did you mean `score`?)
 def scorer(input, output, expected=None):
     return 1.0, {"feedback": "?"}
