@@ -375,6 +375,11 @@ static int buf_score_pair(sky_interp *in, sky_buf *out, PyObject *res) {
     return 1;
 }
 
+int sky_encode_result(sky_buf *out, PyObject *res) {
+    if (buf_score_pair(&sky_main, out, res)) return 0;
+    return sky_encode(out, res, 0);
+}
+
 int sky_batch_phase(sky_batch *b) { return __atomic_load_n(&b->phase, __ATOMIC_ACQUIRE); }
 
 static void set_phase(sky_batch *b, sky_thread *t, int phase, int64_t now) {

@@ -72,6 +72,9 @@ static PyObject *host_capture(PyObject *self, PyObject *arg) {
 
 static PyMethodDef host_methods[] = {
     {"capture", host_capture, METH_O, "Append to the current call's captured output."},
+    {"aio_poll", sky_aio_poll, METH_O, "aio_poll(room) -> (replies, cases, stop): what Go has for the event loop."},
+    {"aio_done", sky_aio_done, METH_VARARGS, "aio_done(token, status, value, output, elapsed_ns, run_ns, logs, cut): a case's result to Go."},
+    {"aio_hook", sky_aio_hook, METH_O, "aio_hook(new_call): the driver's hook for skynet.allm, or None."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -252,6 +255,8 @@ static int interp_setup(const char *bootstrap, sky_buf *err) {
     in->k_feedback = PyUnicode_InternFromString("feedback"); // new ref, kept forever
     in->k_scores = PyUnicode_InternFromString("scores");     // new ref, kept forever
     if (!in->k_feedback || !in->k_scores) goto done;
+    in->case_var = PyContextVar_New("skynet_case", NULL); // new ref, kept forever
+    if (!in->case_var || PyObject_SetAttrString(host, "case", in->case_var) < 0) goto done;
     globals = PyDict_New(); // new ref
     if (!globals || PyDict_SetItemString(globals, "__builtins__", PyEval_GetBuiltins()) < 0) goto done;
     res = PyRun_String(bootstrap, Py_file_input, globals, globals); // new ref

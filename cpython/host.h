@@ -16,6 +16,7 @@ typedef struct sky_interp {
     PyObject *interrupt_type;   // _skynet_host.Interrupted
     PyObject *format_exception; // traceback.format_exception
     PyObject *k_feedback, *k_scores; // interned keys of the score record (batch.c)
+    PyObject *case_var;         // _skynet_host.case: the async case a task runs for (aio.c)
 } sky_interp;
 
 extern sky_interp sky_main;
@@ -53,6 +54,7 @@ typedef struct sky_thread {
     int phase;                 // SKY_PHASE_* of the call running
     int64_t run_ns;            // the running case's measured run time, -1 if none
     int untrusted;             // the running call is in untrusted mode (audit.c)
+    struct sky_aio *aio;       // the event loop this thread runs (aio.c), or NULL
     struct sky_thread *next;   // all threads, for sky_interrupt
 } sky_thread;
 
@@ -184,6 +186,39 @@ sky_slot *sky_batch_slot(sky_batch *b, int i);
 int sky_slot_state(sky_batch *b, int i);
 int64_t sky_batch_current(sky_batch *b, int64_t *started_ns);
 int64_t sky_now_ns(void);
+
+// Async scoring (aio.c): `async def score` runs as tasks on one event loop,
+// on the thread that calls sky_aio_serve. Go feeds it cases and model replies
+// and takes each case's result through exported callbacks (skyAioPoll,
+// skyAioDone), so Python never waits on Go and Go never touches Python.
+typedef struct sky_aio {
+    uintptr_t host;     // the Go side (a cgo.Handle), for skyAioPoll/skyAioDone
+    sky_buf feed;       // what skyAioPoll wrote
+    sky_buf out;        // a result being encoded
+    PyObject *new_call; // the driver's hook for skynet.allm: () -> (id, future)
+} sky_aio;
+
+// sky_aio_serve runs driver(fn, run, efd, limit, timeout, logs_limit) with the
+// GIL, context set for the skynet module, until it returns (Go said stop).
+// Returns SKY_OK, or SKY_PYERR with the error in s->out.
+int sky_aio_serve(sky_scratch *s, PyObject *driver, PyObject *fn, PyObject *run, int efd, int limit,
+                  double timeout, double run_timeout, size_t logs_limit, uint64_t token, uintptr_t context,
+                  uintptr_t host);
+// sky_case_of is the case the calling code runs for: a batch's case index,
+// or, on an event loop, the token of the task's case (from its context);
+// whether run (not score) is running, and run's measured time (-1: none).
+// 0: no case. Needs the GIL.
+int sky_case_of(sky_thread *t, int64_t *index, int *in_run, int64_t *run_ns);
+// sky_aio_new_call registers a model call of an async case with the driver:
+// a new reference to its future, and its id. NULL with an exception set.
+PyObject *sky_aio_new_call(sky_thread *t, uint64_t *id);
+// _skynet_host's functions for the driver (aio.c).
+PyObject *sky_aio_poll(PyObject *self, PyObject *arg);
+PyObject *sky_aio_done(PyObject *self, PyObject *args);
+PyObject *sky_aio_hook(PyObject *self, PyObject *arg);
+// sky_encode_result encodes a score call's value as a batch slot does: the
+// compact score record when it is one, else in full. -1 with an exception set.
+int sky_encode_result(sky_buf *out, PyObject *res);
 
 // Codec (codec.c).
 PyObject *sky_decode(const char **p, const char *end, int depth);

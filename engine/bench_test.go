@@ -222,3 +222,35 @@ func BenchmarkJudgeWorkers(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkAsyncJudge: the judge as `async def score` on one event loop,
+// with 1, 64 and 1,000 cases in flight (Threads) and a model answering in
+// 50 ms in memory; cases/s should approach in-flight / 50 ms (of-ideal).
+func BenchmarkAsyncJudge(b *testing.B) {
+	const latency = 50 * time.Millisecond
+	for _, inflight := range []int{1, 64, 1000} {
+		b.Run(fmt.Sprintf("inflight=%d", inflight), func(b *testing.B) {
+			c, err := llm.New(llm.Config{ReflectionModel: "openai/m", BaseURL: "http://judge.invalid/v1", MaxInFlight: 4096,
+				HTTPClient: &http.Client{Transport: judgeTransport(latency)}})
+			require.NoError(b, err)
+			e, err := Open(Options{Metric: "../testdata/async_judge/metric.py", LLM: c, Threads: inflight})
+			require.NoError(b, err)
+			defer e.Close()
+			judged := Case{ID: "j", Input: map[string]any{"question": "2+2?"}, Output: "4"}
+			n := max(b.N, 2*inflight)
+			b.ResetTimer()
+			start := time.Now()
+			for _, r := range e.ScoreAll(ctx, repeatCase(judged, n), 0) {
+				if r.Err != nil {
+					b.Fatal(r.Err)
+				}
+				if r.Score != 1 {
+					b.Fatalf("judged %v: %s", r.Score, r.Feedback)
+				}
+			}
+			rate := float64(n) / time.Since(start).Seconds()
+			b.ReportMetric(rate, "cases/s")
+			b.ReportMetric(rate/(float64(inflight)/latency.Seconds()), "of-ideal")
+		})
+	}
+}

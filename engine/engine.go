@@ -121,8 +121,10 @@ type Engine struct {
 	spec        *reward.Spec
 	loadChecks  []Check
 	py          *pyMetric
-	threads     int  // Options.Threads, resolved
+	threads     int  // Options.Threads, resolved: with an async score, the cases in flight on its loop
 	mainThread  bool // Options.MainThread
+	async       bool // score is `async def`: it runs on an event loop (aio)
+	aio         *aioLoop
 
 	jobs       chan *parcel
 	frontMu    sync.Mutex // requeued jobs go ahead of jobs: see requeue
@@ -323,7 +325,19 @@ func Open(opts Options) (*Engine, error) {
 	if e.budget = batchBudget; e.threads == 1 {
 		e.budget = soloBudget
 	}
-	for i := 0; i < e.threads; i++ {
+	if e.async {
+		var driver *cpython.Object
+		var derr error
+		if err := cpython.WithGIL(func(g *cpython.GIL) { driver, derr = aioDriverOf(g) }); err != nil || derr != nil {
+			e.Close()
+			return nil, errors.Join(err, derr)
+		}
+		if err := e.startAio(driver); err != nil {
+			e.Close()
+			return nil, err
+		}
+	}
+	for i := 0; i < e.threads && !e.async; i++ {
 		if err := e.startWorker(e.mainThread && i == 0); err != nil {
 			e.Close()
 			return nil, err
@@ -377,6 +391,11 @@ func (e *Engine) load(th *cpython.GIL, py *pyMetric, shown string) error {
 	if py.score, err = th.Attr(py.mod, "score"); err != nil {
 		return err
 	}
+	async, err := e.loaderCall(th, py, "is_async", py.mod)
+	if err != nil {
+		return err
+	}
+	e.async = async == true
 
 	has, err := e.loaderCall(th, py, "has", py.mod, "REWARD_SPEC")
 	if err != nil {
@@ -514,6 +533,19 @@ func (e *Engine) workerCount() int {
 	return len(e.pool)
 }
 
+// PythonThreads is how many Python threads score: Options.Threads, or 1
+// for an `async def score`, whose cases (Threads of them at once) share
+// one event loop on one thread.
+func (e *Engine) PythonThreads() int {
+	if e.async {
+		return 1
+	}
+	return e.threads
+}
+
+// Async reports whether score is `async def`.
+func (e *Engine) Async() bool { return e.async }
+
 // Arity is how many arguments score is called with: 2 or 3.
 func (e *Engine) Arity() int { return e.nargs }
 
@@ -536,6 +568,9 @@ func (e *Engine) Close() error {
 	e.closing.Do(func() {
 		e.closed.Store(true)
 		close(e.quit)
+		if e.aio != nil {
+			e.aio.shutdown()
+		}
 		e.freeSpare()
 		done := make(chan struct{})
 		go func() {

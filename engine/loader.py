@@ -49,16 +49,29 @@ def unload(name):
     sys.modules.pop(name, None)
 
 
+def _did_you_mean(module, name):
+    """A hint naming the function the module defines under a near name."""
+    import difflib  # only for a metric that lacks the function
+
+    names = [k for k, v in module.__dict__.items() if callable(v) and not k.startswith("__")]
+    close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+    if not close:
+        close = [k for k in names if k.lower() == name.lower()][:1]
+    return f" (it defines `{close[0]}`: did you mean `{name}`?)" if close else ""
+
+
 def _inspect(module, name, kind, returns):
     """Returns (fn, sig, problem): the callable and its signature, or why not."""
     fn = module.__dict__.get(name)
     if fn is None:
-        return None, None, f"the {kind} defines no `{name}` function"
+        return None, None, f"the {kind} defines no `{name}` function{_did_you_mean(module, name)}"
     if not callable(fn):
         kind_of = type(fn).__name__
         article = "an" if kind_of[:1] in "aeiou" else "a"
         return None, None, f"`{name}` is {article} {kind_of}, not a function"
-    if inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn):
+    if inspect.isasyncgenfunction(fn):
+        return None, None, f"`{name}` is an async generator (`async def` with `yield`); it must return {returns}"
+    if inspect.iscoroutinefunction(fn) and name != "score":
         return None, None, f"`{name}` is `async def`; it must be a plain `def` (Skynet calls it directly)"
     if inspect.isgeneratorfunction(fn):
         return None, None, f"`{name}` is a generator function (it uses `yield`); it must return {returns}"
@@ -85,7 +98,8 @@ def arity(module):
     if problem:
         return [0, problem]
     positional, required, var_positional, kw_required = _shape(sig)
-    found = f"found score{sig}"
+    form = "async def " if inspect.iscoroutinefunction(fn) else ""
+    found = f"found {form}score{sig}"
     want = "score must take (input, output) or (input, output, expected=None)"
     if kw_required:
         return [0, f"{found}: keyword-only parameter(s) {', '.join(kw_required)} have no default; {want}"]
@@ -97,12 +111,17 @@ def arity(module):
     if len(required) > 3:
         return [0, f"{found}: {len(required)} required parameters; {want}"]
     if var_positional:
-        return [3, f"score{sig}: called with (input, output, expected)"]
+        return [3, f"{form}score{sig}: called with (input, output, expected)"]
     if len(required) < 2:
         return [0, f"{found}: {len(required)} required parameter(s); {want}"]
     if len(positional) == 2:
-        return [2, f"score{sig}: called with (input, output)"]
-    return [3, f"score{sig}: called with (input, output, expected)"]
+        return [2, f"{form}score{sig}: called with (input, output)"]
+    return [3, f"{form}score{sig}: called with (input, output, expected)"]
+
+
+def is_async(module):
+    """Whether score is `async def` (engine/aio.py runs it)."""
+    return inspect.iscoroutinefunction(module.__dict__.get("score"))
 
 
 def get(module, name):

@@ -909,6 +909,9 @@ func (e *Engine) watchdog() {
 		for _, w := range pool {
 			e.watch(w)
 		}
+		if e.aio != nil {
+			e.aio.watch()
+		}
 		e.reviewWedge()
 	}
 }

@@ -170,6 +170,9 @@ func (e *Engine) submit(ctx context.Context, g *group) bool {
 	}
 	select {
 	case e.jobs <- p:
+		if e.aio != nil {
+			e.aio.wake()
+		}
 		return true
 	case <-ctx.Done():
 		return stop(canceledOutcome(ctx, "before score was called"))
@@ -279,6 +282,9 @@ func (e *Engine) ScoreAll(ctx context.Context, cases iter.Seq[Case], window int)
 func (e *Engine) stream(ctx context.Context, cases iter.Seq[Case], window int, artifact *prepared, artErr error) iter.Seq2[int, Result] {
 	if window <= 0 {
 		window = 16 * maxBatch * max(1, e.workerCount())
+		if e.async {
+			window = max(window, 4*e.threads+maxBatch) // the loop's cases in flight, and three times as many queued
+		}
 	}
 	maxGroups := max(1, window/maxBatch)
 	return func(yield func(int, Result) bool) {
@@ -414,7 +420,7 @@ func (e *Engine) result(j *scoreJob) Result {
 // record (outcome.scored).
 func scoredResult(j *scoreJob) Result {
 	o := &j.out
-	return Result{ID: j.id, Score: o.pair.Score, Feedback: o.pair.Feedback, Scores: o.pair.Scores,
+	return Result{ID: j.id, Score: o.pair.Score, Feedback: o.pair.Feedback, Scores: o.pair.Scores, ScoreNames: o.pair.Names,
 		Logs: logsOf(o), Duration: o.elapsed, Observation: j.obs}
 }
 
@@ -464,6 +470,6 @@ func (e *Engine) outcomeResult(j *scoreJob) Result {
 		r.Feedback = msg
 		return r
 	}
-	r.Score, r.Feedback, r.Scores, r.Extra, r.Warnings = rv.score, rv.feedback, rv.scores, rv.extra, rv.warnings
+	r.Score, r.Feedback, r.Scores, r.ScoreNames, r.Extra, r.Warnings = rv.score, rv.feedback, rv.scores, rv.names, rv.extra, rv.warnings
 	return r
 }

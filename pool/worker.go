@@ -172,7 +172,7 @@ func workerMain(version string) int {
 	w.fw.send(frameHello, mustJSON(hello{Protocol: protocol, PID: os.Getpid()}))
 
 	stop := make(chan struct{})
-	go w.watch(e, j.Threads, stop)
+	go w.watch(e, e.PythonThreads(), stop)
 	go func() {
 		defer close(stop)
 		w.serve(e)

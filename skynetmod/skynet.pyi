@@ -34,6 +34,11 @@ def llm(instructions: str, input: Any = None, *, temperature: Optional[float] = 
     Raises LLMError when the call fails after retries, RuntimeError when no
     model is configured."""
 
+def allm(instructions: str, input: Any = None, *, temperature: Optional[float] = None, max_tokens: Optional[int] = None) -> Awaitable[str]:
+    """llm() for `async def score`: `await skynet.allm(...)`. The host makes
+    the call while the event loop runs other cases; the same models,
+    limits and errors as llm(). Only from a case of an `async def score`."""
+
 def reward(spec: Mapping[str, Any], accuracy: float, feedback: str) -> Tuple[float, _RewardSideInfo]:
     """Combines accuracy with the measured run time and cost of the current
     case per REWARD_SPEC; returns a valid (score, side info) pair with

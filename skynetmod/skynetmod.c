@@ -15,7 +15,10 @@ static int current_observation(const char *fname, sky_observation *o) {
     sky_thread *t = sky_current_thread();
     memset(o, 0, sizeof *o);
     sky_exit_if_forked(); // a forked child never calls Go (host.h)
-    if (!t || !t->context || !skynetObservation(t->context, t->case_index, t->run_ns, o)) {
+    int64_t index, run_ns;
+    int in_run;
+    if (!t || !t->context || !sky_case_of(t, &index, &in_run, &run_ns) ||
+        !skynetObservation(t->context, index, run_ns, o)) {
         PyErr_Format(PyExc_RuntimeError, "skynet.%s() %s", fname, no_case);
         return -1;
     }
@@ -59,7 +62,9 @@ static PyObject *sk_reward(PyObject *self, PyObject *args, PyObject *kwargs) {
     PyObject *spec, *acc, *fb;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO:reward", kwlist, &spec, &acc, &fb)) return NULL;
     sky_thread *t = sky_current_thread();
-    if (!t || !t->context) {
+    int64_t index, run_ns;
+    int in_run;
+    if (!t || !t->context || !sky_case_of(t, &index, &in_run, &run_ns)) {
         PyErr_Format(PyExc_RuntimeError, "skynet.reward() %s", no_case);
         return NULL;
     }
@@ -86,7 +91,7 @@ static PyObject *sk_reward(PyObject *self, PyObject *args, PyObject *kwargs) {
     sky_reward_out out;
     memset(&out, 0, sizeof out);
     sky_exit_if_forked(); // a forked child never calls Go (host.h)
-    skynetReward(t->context, t->case_index, t->run_ns, specbuf.data, specbuf.len, accuracy, (char *)fbs, (size_t)fblen, &out);
+    skynetReward(t->context, index, run_ns, specbuf.data, specbuf.len, accuracy, (char *)fbs, (size_t)fblen, &out);
     sky_buf_free(&specbuf);
     if (out.error) {
         PyErr_SetString(PyExc_ValueError, out.error);
@@ -151,64 +156,89 @@ static const char *utf8_of(PyObject *o, Py_ssize_t *n, PyObject **holder) {
     return PyUnicode_AsUTF8AndSize(*holder, n);
 }
 
-// llm(instructions, input=None, *, temperature=None, max_tokens=None) -> str.
-// The GIL is released for the whole network wait.
-static PyObject *sk_llm(PyObject *self, PyObject *args, PyObject *kwargs) {
+// llm_args is a model call's arguments, read and checked for llm and allm.
+typedef struct {
+    const char *instr, *input; // borrowed from the caller's arguments and holder
+    Py_ssize_t instr_len, input_len;
+    int has_temp, has_max;
+    double temperature;
+    long long max_tokens;
+    PyObject *holder; // owns input's UTF-8 when it was not a str (json.dumps)
+    int64_t index;    // the case
+    int in_run;
+    uintptr_t ctx;
+    sky_thread *t;
+} llm_args;
+
+// read_llm_args fills a from llm's arguments; -1 with an exception set.
+static int read_llm_args(const char *fname, PyObject *args, PyObject *kwargs, llm_args *a) {
     static char *kwlist[] = {"instructions", "input", "temperature", "max_tokens", NULL};
+    char format[32];
+    snprintf(format, sizeof format, "U|O$OO:%s", fname);
     PyObject *instr, *input = Py_None, *temp = Py_None, *maxtok = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "U|O$OO:llm", kwlist, &instr, &input, &temp, &maxtok))
-        return NULL;
+    memset(a, 0, sizeof *a);
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, format, kwlist, &instr, &input, &temp, &maxtok)) return -1;
     sky_thread *t = sky_current_thread();
-    if (!t || !t->context) {
-        PyErr_Format(PyExc_RuntimeError, "skynet.llm() %s", no_case);
-        return NULL;
+    int64_t run_ns;
+    if (!t || !t->context || !sky_case_of(t, &a->index, &a->in_run, &run_ns)) {
+        PyErr_Format(PyExc_RuntimeError, "skynet.%s() %s", fname, no_case);
+        return -1;
     }
-    double temperature = 0;
-    long long max_tokens = 0;
+    a->t = t;
+    a->ctx = t->context;
     if (temp != Py_None) {
         if (PyBool_Check(temp) || !(PyFloat_Check(temp) || PyLong_Check(temp))) {
-            PyErr_SetString(PyExc_TypeError, "skynet.llm(): temperature must be a number");
-            return NULL;
+            PyErr_Format(PyExc_TypeError, "skynet.%s(): temperature must be a number", fname);
+            return -1;
         }
-        temperature = PyFloat_AsDouble(temp);
-        if (temperature == -1.0 && PyErr_Occurred()) return NULL;
+        a->temperature = PyFloat_AsDouble(temp);
+        if (a->temperature == -1.0 && PyErr_Occurred()) return -1;
+        a->has_temp = 1;
     }
     if (maxtok != Py_None) {
         if (PyBool_Check(maxtok) || !PyLong_Check(maxtok)) {
-            PyErr_SetString(PyExc_TypeError, "skynet.llm(): max_tokens must be an int");
-            return NULL;
+            PyErr_Format(PyExc_TypeError, "skynet.%s(): max_tokens must be an int", fname);
+            return -1;
         }
-        max_tokens = PyLong_AsLongLong(maxtok);
-        if (max_tokens == -1 && PyErr_Occurred()) return NULL;
-        if (max_tokens <= 0) {
-            PyErr_SetString(PyExc_ValueError, "skynet.llm(): max_tokens must be positive");
-            return NULL;
+        a->max_tokens = PyLong_AsLongLong(maxtok);
+        if (a->max_tokens == -1 && PyErr_Occurred()) return -1;
+        if (a->max_tokens <= 0) {
+            PyErr_Format(PyExc_ValueError, "skynet.%s(): max_tokens must be positive", fname);
+            return -1;
         }
+        a->has_max = 1;
     }
-    Py_ssize_t ilen, nlen = 0;
-    const char *is = PyUnicode_AsUTF8AndSize(instr, &ilen); // borrowed from instr
-    if (!is) return NULL;
-    PyObject *holder = NULL;
-    const char *ns = "";
+    a->instr = PyUnicode_AsUTF8AndSize(instr, &a->instr_len); // borrowed from instr
+    if (!a->instr) return -1;
+    a->input = "";
     if (input != Py_None) {
-        ns = utf8_of(input, &nlen, &holder);
-        if (!ns) return NULL;
+        a->input = utf8_of(input, &a->input_len, &a->holder);
+        if (!a->input) return -1;
     }
+    return 0;
+}
+
+// llm(instructions, input=None, *, temperature=None, max_tokens=None) -> str.
+// The GIL is released for the whole network wait.
+static PyObject *sk_llm(PyObject *self, PyObject *args, PyObject *kwargs) {
+    llm_args a;
+    if (read_llm_args("llm", args, kwargs, &a) < 0) {
+        Py_XDECREF(a.holder);
+        return NULL;
+    }
+    sky_thread *t = a.t;
     sky_llm_out out;
     memset(&out, 0, sizeof out);
-    uintptr_t ctx = t->context;
-    int64_t index = t->case_index;
-    int in_run = t->phase == SKY_PHASE_RUN;
     sky_exit_if_forked(); // a forked child never calls Go (host.h)
     // The strings stay valid without the GIL: instr and input are held by
     // the caller's frame and holder by us, and str contents never change.
     t->inside = 0;
     Py_BEGIN_ALLOW_THREADS
-    skynetLLM(ctx, index, in_run, (char *)is, (size_t)ilen, (char *)ns, (size_t)nlen, temp != Py_None, temperature,
-              maxtok != Py_None, max_tokens, &out);
+    skynetLLM(a.ctx, a.index, a.in_run, (char *)a.instr, (size_t)a.instr_len, (char *)a.input, (size_t)a.input_len,
+              a.has_temp, a.temperature, a.has_max, a.max_tokens, &out);
     Py_END_ALLOW_THREADS
     t->inside = 1;
-    Py_XDECREF(holder);
+    Py_XDECREF(a.holder);
     if (out.error) {
         skynet_state *st = PyModule_GetState(self); // self is the module (PyModule_AddFunctions)
         PyErr_SetString(out.no_model || !st ? PyExc_RuntimeError : st->llm_error, out.error);
@@ -221,9 +251,31 @@ static PyObject *sk_llm(PyObject *self, PyObject *args, PyObject *kwargs) {
     return res;
 }
 
+// allm(...) -> awaitable str: llm's call for `async def score`. Go makes the
+// call on a goroutine and the event loop runs other cases meanwhile; the
+// awaitable (a future of the loop) gets the reply or the error.
+static PyObject *sk_allm(PyObject *self, PyObject *args, PyObject *kwargs) {
+    llm_args a;
+    if (read_llm_args("allm", args, kwargs, &a) < 0) {
+        Py_XDECREF(a.holder);
+        return NULL;
+    }
+    uint64_t id = 0;
+    PyObject *fut = sky_aio_new_call(a.t, &id); // new ref, returned
+    if (fut) {
+        sky_exit_if_forked();
+        skynetLLMStart(a.ctx, a.index, a.in_run, id, (char *)a.instr, (size_t)a.instr_len, (char *)a.input,
+                       (size_t)a.input_len, a.has_temp, a.temperature, a.has_max, a.max_tokens);
+    }
+    Py_XDECREF(a.holder);
+    return fut;
+}
+
 static PyMethodDef skynet_methods[] = {
     {"llm", (PyCFunction)(void (*)(void))sk_llm, METH_VARARGS | METH_KEYWORDS,
      "llm(instructions, input=...) -> str: one chat call to the metric model (run code: the task model)."},
+    {"allm", (PyCFunction)(void (*)(void))sk_allm, METH_VARARGS | METH_KEYWORDS,
+     "allm(instructions, input=...) -> awaitable str: llm() for `async def score`; the event loop runs on while the model answers."},
     {"reward", (PyCFunction)(void (*)(void))sk_reward, METH_VARARGS | METH_KEYWORDS,
      "reward(spec, accuracy, feedback) -> (score, side_info): combine accuracy with the measured run time and cost."},
     {"observation", sk_observation, METH_NOARGS,

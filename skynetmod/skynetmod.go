@@ -59,7 +59,21 @@ type Slot struct {
 	handle cgo.Handle
 	cur    atomic.Pointer[[]*Observation]
 	model  atomic.Pointer[ModelFunc]
+	lookup atomic.Pointer[func(int) *Observation] // an event loop's cases, by token (SetLookup)
+	start  atomic.Pointer[StartFunc]
 }
+
+// StartFunc starts an allm() call, numbered call, for case i (an event
+// loop's token) without waiting for it: the engine hands the reply to the
+// loop when it comes (cpython.AsyncFeed.Reply).
+type StartFunc func(call uint64, i int, inRun bool, req llm.Request)
+
+// SetStart routes this slot's allm() calls.
+func (s *Slot) SetStart(f StartFunc) { s.start.Store(&f) }
+
+// SetLookup makes f find the observation of case i, for a slot whose cases
+// run on an event loop (where i is a case's token, not a batch index).
+func (s *Slot) SetLookup(f func(i int) *Observation) { s.lookup.Store(&f) }
 
 // ModelFunc makes llm() calls for case i of the current batch; inRun says the
 // call comes from run code (the task model) rather than score. The engine
@@ -95,11 +109,15 @@ func (s *Slot) Set(obs []*Observation) {
 // observation is case i's, with the run time measured for it in C when a
 // program ran (runNS >= 0): the host's own clock, out of Python's reach.
 func (s *Slot) observation(i, runNS C.int64_t) *Observation {
-	p := s.cur.Load()
-	if p == nil || i < 0 || int(i) >= len(*p) || (*p)[i] == nil {
+	var o *Observation
+	if f := s.lookup.Load(); f != nil {
+		o = (*f)(int(i))
+	} else if p := s.cur.Load(); p != nil && i >= 0 && int(i) < len(*p) {
+		o = (*p)[i]
+	}
+	if o == nil {
 		return nil
 	}
-	o := (*p)[i]
 	if runNS >= 0 {
 		c := *o
 		ms := float64(runNS) / 1e6
@@ -241,15 +259,7 @@ func skynetLLM(ctx C.uintptr_t, index C.int64_t, inRun C.int, instr *C.char, ins
 		out.error = C.CString("skynet.llm: " + (&llm.NoModelError{Role: role}).Error())
 		return
 	}
-	req := llm.Request{Instructions: C.GoStringN(instr, C.int(instrLen)), Input: C.GoStringN(input, C.int(inputLen))}
-	if hasTemp != 0 {
-		t := float64(temp)
-		req.Temperature = &t
-	}
-	if hasMax != 0 {
-		m := int(maxTokens)
-		req.MaxTokens = &m
-	}
+	req := request(instr, instrLen, input, inputLen, hasTemp, temp, hasMax, maxTokens)
 	text, err := (*f)(int(index), inRun != 0, req)
 	if err != nil {
 		var nm *llm.NoModelError
@@ -261,4 +271,31 @@ func skynetLLM(ctx C.uintptr_t, index C.int64_t, inRun C.int, instr *C.char, ins
 	}
 	out.text = C.CString(text)
 	out.text_len = C.size_t(len(text))
+}
+
+// request copies a model call's arguments out of C memory.
+func request(instr *C.char, instrLen C.size_t, input *C.char, inputLen C.size_t, hasTemp C.int, temp C.double,
+	hasMax C.int, maxTokens C.longlong) llm.Request {
+	req := llm.Request{Instructions: C.GoStringN(instr, C.int(instrLen)), Input: C.GoStringN(input, C.int(inputLen))}
+	if hasTemp != 0 {
+		t := float64(temp)
+		req.Temperature = &t
+	}
+	if hasMax != 0 {
+		m := int(maxTokens)
+		req.MaxTokens = &m
+	}
+	return req
+}
+
+//export skynetLLMStart
+func skynetLLMStart(ctx C.uintptr_t, index C.int64_t, inRun C.int, call C.uint64_t, instr *C.char, instrLen C.size_t,
+	input *C.char, inputLen C.size_t, hasTemp C.int, temp C.double, hasMax C.int, maxTokens C.longlong) {
+	s, ok := slotOf(ctx)
+	if !ok {
+		return
+	}
+	if f := s.start.Load(); f != nil {
+		(*f)(uint64(call), int(index), inRun != 0, request(instr, instrLen, input, inputLen, hasTemp, temp, hasMax, maxTokens))
+	}
 }

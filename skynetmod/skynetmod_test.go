@@ -250,7 +250,7 @@ def f(stub):
 	require.NoError(t, err)
 	pair := v.([]any)
 	assert.Equal(t, pair[1], pair[0], "skynet.pyi functions == module functions")
-	assert.Equal(t, []any{"LLMError", "dspy_metric", "llm", "observation", "reward", "service_cost"}, pair[1])
+	assert.Equal(t, []any{"LLMError", "allm", "dspy_metric", "llm", "observation", "reward", "service_cost"}, pair[1])
 }
 
 // TestDSPyMetric drives the adapter the way DSPy does, with a faithful

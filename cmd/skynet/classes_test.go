@@ -21,7 +21,7 @@ const classesDir = "../../testdata/classes/"
 
 // metricClasses are testdata/classes' folders (its README), the slowest
 // first, so the bounded parallel run ends sooner.
-var metricClasses = []string{"signal_timeout", "mp_spawn", "sympy_equiv", "mp_fork", "numpy_stats",
+var metricClasses = []string{"signal_timeout", "mp_spawn", "sympy_equiv", "mp_fork", "numpy_stats", "async_gather",
 	"ctypes_libc", "stdlib_cext", "module_state", "crash_one"}
 
 // classCrashes names the case that crashes the Python process, per class:

@@ -7,7 +7,8 @@ file stem (importlib.import_module("metric"), what `from metric import score`
 does), so multiprocessing's spawn children can re-import the target's module by
 name. For each case line it calls score(input, output, expected), or
 score(input, output) when score has exactly two positional parameters, and
-writes one JSON line per case, in input order:
+writes one JSON line per case, in input order (an `async def score` is awaited
+case by case on one event loop):
 
     {"id": ..., "score": <float>, "feedback": <str>}
 
@@ -65,6 +66,15 @@ def main(argv):
         return 2
     score = load_score(argv[1])
     two = two_positional(score)
+    if inspect.iscoroutinefunction(score):
+        # An async score: each case on one event loop, as a script that
+        # awaits score case by case does.
+        import asyncio
+
+        loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
+        coroutine = score
+        score = lambda *args: loop.run_until_complete(coroutine(*args))  # noqa: E731
     out = sys.stdout
     with open(argv[2], encoding="utf-8") as f:
         for n, line in enumerate(f, 1):
