@@ -27,7 +27,7 @@ endif
 # The default build's note on linking the shared libpython, at the top level.
 SAY_LIBPYTHON := $(if $(PY)$(filter shared,$(LIBPYTHON))$(filter-out 0,$(MAKELEVEL)),,build/static.sh --say)
 
-.PHONY: all deps build run check test test-slurm test-pythons vet fmt-check docs-check asan bench bench-cli bench-cpu soak fuzz clean
+.PHONY: all deps build run check test test-slurm test-pythons vet fmt-check docs-check asan bench bench-cli bench-cpu bench-serve soak fuzz clean
 
 all: build
 
@@ -86,6 +86,7 @@ asan: deps
 bench: deps
 	$(GO) test -run='^$$' -bench='Score|PythonLoop|Ratio|Workers/cpu' -benchtime=200000x -count=5 ./engine
 	$(GO) test -run='^$$' -bench='Workers/sleep|JudgeWorkers' -benchtime=2s ./engine
+	$(GO) test -run='^$$' -bench=AsyncJudge -benchtime=3s ./engine
 	$(GO) test -run='^$$' -bench=ScoreBatchC -benchtime=2000000x -count=3 ./cpython
 	@echo "ScoreAllFile on one CPU: the stream's two threads share it"
 	taskset -c 0 $(GO) test -run='^$$' -bench=ScoreAllFile -benchtime=300000x -count=3 ./engine
@@ -102,6 +103,15 @@ PROCESSES ?= auto
 bench-cpu: build
 	$(or $(PY),python3) testdata/difflib/make_cases.py 4000 > bin/difflib.jsonl
 	./$(BIN) bench --metric testdata/difflib/metric.py --file bin/difflib.jsonl --file-only --runs 5 --processes $(PROCESSES)
+
+# skynet serve against skynet score on the same case files (internal/benchserve):
+# score's rate, serve's as 4 clients post NDJSON batches over loopback, and the
+# ratio, for the trivial example (200,000 cases) and the difflib metric.
+bench-serve: build
+	$(or $(PY),python3) -c "import json; l=[json.loads(x) for x in open('$(EXAMPLE)/cases.jsonl') if x.strip()]; open('bin/big.jsonl','w').write(''.join(json.dumps(dict(l[i%len(l)], id=f'c{i}'))+'\n' for i in range(200000)))"
+	$(or $(PY),python3) testdata/difflib/make_cases.py 4000 > bin/difflib.jsonl
+	$(GO) run ./internal/benchserve --bin $(BIN) --metric $(EXAMPLE)/metric.py --data bin/big.jsonl --processes $(PROCESSES)
+	$(GO) run ./internal/benchserve --bin $(BIN) --metric testdata/difflib/metric.py --data bin/difflib.jsonl --batch 250 --processes $(PROCESSES)
 
 # The full soaks: RSS after 1,000,000 cases within 5 MB of RSS after 10,000,
 # and 100,000 judge cases against a model server injecting faults (make test

@@ -196,7 +196,7 @@ func TestDocsFlags(t *testing.T) {
 			}
 		}
 	}
-	for _, cmd := range []string{"check", "score", "eval", "bench"} {
+	for _, cmd := range []string{"check", "score", "eval", "bench", "serve"} {
 		real := commandFlags(t, cmd)
 		for f := range real {
 			assert.True(t, documented[key{cmd, f}], "README's flag table (## Command line) has no row for --%s of skynet %s", f, cmd)
@@ -209,7 +209,7 @@ func TestDocsFlags(t *testing.T) {
 		}
 	}
 	for k := range documented {
-		assert.Contains(t, []string{"check", "score", "eval", "bench"}, k.cmd, "flag table: unknown command for --%s", k.flag)
+		assert.Contains(t, []string{"check", "score", "eval", "bench", "serve"}, k.cmd, "flag table: unknown command for --%s", k.flag)
 	}
 }
 
@@ -544,8 +544,8 @@ func goModule(t *testing.T, example, build []string) {
 		b, err := cmd.CombinedOutput()
 		return string(b), err
 	}
-	out, err := sh("go mod init example.com/myoptimizer")
-	require.NoError(t, err, out)
+	require.True(t, slices.ContainsFunc(build, func(l string) bool { return strings.HasPrefix(l, "go mod init ") }),
+		"the README's commands start no module (go mod init)")
 	built := 0
 	for _, l := range build {
 		line, _, _ := strings.Cut(l, "#")
@@ -570,4 +570,15 @@ func goModule(t *testing.T, example, build []string) {
 		}
 	}
 	assert.NotZero(t, built, "the README's commands build nothing")
+}
+
+// TestDocsNewcomerAnswers: what a newcomer asked and the README did not
+// say: how long make test takes, and what ScoreAll's window is (it was
+// only in go doc).
+func TestDocsNewcomerAnswers(t *testing.T) {
+	md := readmeText(t)
+	assert.Regexp(t, "`make test` takes about [0-9]+ minutes", section(t, md, "Install, and the two commands"))
+	goAPI := section(t, md, "Go API")
+	assert.Contains(t, goAPI, "`ScoreAll(ctx, cases, window)`")
+	assert.Regexp(t, "`window` is how many cases\\s+may be in flight at once", goAPI)
 }

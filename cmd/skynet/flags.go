@@ -46,6 +46,9 @@ var intRanges = map[string]intRange{
 	"cases":             {min: 1},
 	"per-process-cases": {min: 1},
 	"runs":              {min: 1},
+	"max-body":          {min: 1},
+	"max-inflight":      {min: 1},
+	"llm-max-inflight":  {min: 1},
 }
 
 // durationMax is the longest value of the duration flags that have one;

@@ -47,7 +47,7 @@ func usageError(t *testing.T, cmd string, args ...string) string {
 // 60s default, --limit 0 every row, and each command said it differently);
 // a duration without a unit says to add one.
 func TestFlagsZeroAndBareNumbers(t *testing.T) {
-	for _, cmd := range []string{"check", "score", "eval", "bench", "merge"} {
+	for _, cmd := range []string{"check", "score", "eval", "bench", "merge", "serve"} {
 		for name, typ := range typedFlags(t, cmd) {
 			switch typ {
 			case "duration":

@@ -5,6 +5,7 @@
 //	skynet score --metric PATH --data CASES.jsonl [--out RESULTS.jsonl] [--timeout 60s] [--workers N]
 //	skynet eval --program program.py --artifact FILE --metric metric.py --data DATASET [--split val]
 //	skynet bench --metric PATH [--data CASES.jsonl] [--cases N] [--file CASES.jsonl] [--runs 3] [--json]
+//	skynet serve --metric PATH [--listen 127.0.0.1:8765] [--token T] [--data SAMPLES.jsonl]
 //	skynet merge --data CASES.jsonl [--out RESULTS.jsonl] PART...
 //	skynet stub DIR
 //	skynet version
@@ -44,6 +45,9 @@ Usage:
   skynet eval --program program.py --artifact FILE --metric metric.py --data DATASET [--split val]
               [--inputs a,b] [--outputs label] [--limit N] [--sample N --seed S] [--out RESULTS.jsonl]
   skynet bench --metric PATH [--data CASES.jsonl] [--cases N] [--file CASES.jsonl] [--runs 3] [--json]
+  skynet serve --metric PATH [--listen 127.0.0.1:8765] [--processes N] [--threads K] [--token T]
+              [--data SAMPLES.jsonl] [--program program.py --artifact FILE]
+              score over HTTP: POST /v1/score, POST /v1/rewards, GET /healthz, GET /metrics
   skynet merge --data CASES.jsonl [--eval [--split S]] [--out RESULTS.jsonl] PART...
               merge the results of score/eval --shard I/N runs, checking each case has one
   skynet stub DIR    write skynet.pyi (type stub of the skynet module) into DIR
@@ -71,6 +75,7 @@ var envModels, startEnv = func() (llm.Config, []string) {
 type modelFlags struct {
 	metric, reflection, task, baseURL, prices, cache *string
 	cacheMetric                                      *bool
+	maxInFlight                                      *int
 }
 
 func addModelFlags(fs *flag.FlagSet) modelFlags {
@@ -82,6 +87,7 @@ func addModelFlags(fs *flag.FlagSet) modelFlags {
 		prices:      fs.String("prices", "", "price file: JSON keyed by model, {input_per_mtok, output_per_mtok} or LiteLLM's per-token file"),
 		cache:       fs.String("llm-cache", "", "on-disk cache of temperature-0 model replies (a bbolt file); hits cost 0"),
 		cacheMetric: fs.Bool("cache-metric-model", false, "let the metric model's temperature-0 calls use --llm-cache too"),
+		maxInFlight: fs.Int("llm-max-inflight", 64, "most model requests at once, per model (an async judge with more cases in flight waits for a slot)"),
 	}
 }
 
@@ -89,6 +95,7 @@ func addModelFlags(fs *flag.FlagSet) modelFlags {
 func (m modelFlags) client() (*llm.Client, error) {
 	cfg := envModels
 	cfg.MetricModel, cfg.ReflectionModel, cfg.TaskModel, cfg.BaseURL = *m.metric, *m.reflection, *m.task, *m.baseURL
+	cfg.MaxInFlight = *m.maxInFlight
 	if *m.prices != "" {
 		p, err := llm.LoadPrices(*m.prices)
 		if err != nil {
@@ -120,6 +127,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runEval(args[1:], stdout, stderr)
 	case "bench":
 		return jsonErrors("bench", args[1:], stdout, stderr, runBench)
+	case "serve":
+		return runServe(args[1:], stdout, stderr)
 	case "merge":
 		return runMerge(args[1:], stdout, stderr)
 	case "stub":
@@ -144,7 +153,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 // commandNames are skynet's subcommands.
-var commandNames = []string{"check", "score", "eval", "bench", "merge", "stub", "version"}
+var commandNames = []string{"check", "score", "eval", "bench", "serve", "merge", "stub", "version"}
 
 func unknownCommand(name string, stderr io.Writer) int {
 	msg := fmt.Sprintf("skynet: unknown command %q", name)

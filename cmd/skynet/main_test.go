@@ -15,10 +15,12 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/skynetml/skynet/cpython"
+	"github.com/skynetml/skynet/engine"
 	"github.com/skynetml/skynet/pool"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -105,7 +107,7 @@ func TestScoreBadLinesAreResults(t *testing.T) {
 	}
 	assert.Equal(t, map[string]string{
 		"ok1":     "ok",
-		"2":       "input: line 2: invalid JSON at byte 56: unexpected end of input, expected ',' or '}'",
+		"broken":  "input: line 2: invalid JSON at byte 56: unexpected end of input, expected ',' or '}'", // its id, read before the line breaks off
 		"noinput": `input: line 3: "input" is missing`,
 		"5":       "input: line 5: a case must be a JSON object, got an array",
 		"typo":    `input: line 6: unknown field "expexted" (a case has id, input, output, expected, observation)`,
@@ -113,6 +115,47 @@ func TestScoreBadLinesAreResults(t *testing.T) {
 		"ok2":     "ok",
 	}, got)
 	assert.Contains(t, summary, "errors: 5 (input 5)")
+}
+
+// One rule for a line that is not a case, in score and check alike: it is
+// an input error of its case, never the end of the command. score writes
+// it as the case's result and goes on; check says so (a note) and samples
+// the next cases; both exit 0 when the metric passes. Only a file in
+// which no line is a case is exit 2, for both.
+func TestBrokenLineOneRule(t *testing.T) {
+	dir := t.TempDir()
+	data := writeFile(t, dir, "cases.jsonl", `{"id": "a", "input": {}, "output": "x", "expected": {"label": "x"}}`+"\n"+
+		`{"id": "b", "input": {}, "output": "x", "expected": {"label": "x"}`+"\n"+
+		`{"id": "c", "input": {}, "output": "y", "expected": {"label": "x"}}`+"\n")
+	code, out, errOut := skynet("score", "--metric", example+"metric.py", "--data", data)
+	require.Equal(t, exitOK, code, errOut)
+	lines := resultLines(t, out)
+	require.Len(t, lines, 3)
+	require.NotNil(t, lines[1].Error)
+	assert.Equal(t, "b", lines[1].ID)
+	assert.Equal(t, engine.KindInput, lines[1].Error.Kind)
+
+	code, out, errOut = skynet("check", "--metric", example+"metric.py", "--data", data)
+	require.Equal(t, exitOK, code, errOut)
+	assert.Contains(t, out, "ok      metric's return value: 2 sample case(s) returned valid (score, side info) pairs")
+	assert.Contains(t, out, "note    case file: 1 line(s) read for the samples are not cases, so the samples are the next ones (skynet score gives each an \"input\" error result and goes on): line 2: invalid JSON")
+	code, out, _ = skynet("check", "--metric", example+"metric.py", "--data", data, "--json")
+	require.Equal(t, exitOK, code)
+	var report struct {
+		OK     bool           `json:"ok"`
+		Checks []engine.Check `json:"checks"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &report))
+	assert.True(t, report.OK)
+	assert.Equal(t, "case file", report.Checks[len(report.Checks)-1].Name)
+
+	none := writeFile(t, dir, "none.jsonl", "[1]\n{\"id\": \"z\", \"inp\n")
+	code, _, errOut = skynet("score", "--metric", example+"metric.py", "--data", none)
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, errOut, "no line of "+none+" is a case")
+	code, _, errOut = skynet("check", "--metric", example+"metric.py", "--data", none)
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, errOut, "skynet check: "+none+": no line is a case (line 1: a case must be a JSON object, got an array)")
 }
 
 func TestScoreMetricFailsToLoad(t *testing.T) {
@@ -150,9 +193,9 @@ func TestCheckExitCodes(t *testing.T) {
 	assert.Contains(t, errOut, "--metric is required")
 	code, _, _ = skynet("check", "--bogus")
 	assert.Equal(t, exitUsage, code)
-	code, _, errOut = skynet("check", "--metric", example+"metric.py", "--data", example+"bad_lines.jsonl")
-	assert.Equal(t, exitUsage, code)
-	assert.Contains(t, errOut, "bad_lines.jsonl: line 2: invalid JSON")
+	code, out, errOut = skynet("check", "--metric", example+"metric.py", "--data", example+"bad_lines.jsonl")
+	assert.Equal(t, exitOK, code, "a bad line is an input error of its case, in check as in score: %s", errOut)
+	assert.Contains(t, out, "note    case file: 5 line(s) read for the samples are not cases")
 	code, _, errOut = skynet("check", "--metric", "../../testdata/no/metric.py", "--data", example+"cases.jsonl")
 	assert.Equal(t, exitUsage, code, "a missing metric file is a file error, as a missing data file is")
 	assert.Contains(t, errOut, "skynet check: --metric ../../testdata/no/metric.py: no such file")
@@ -451,4 +494,41 @@ func TestModelUseCountsRetriesFailuresAndTokens(t *testing.T) {
 	require.Len(t, resultLines(t, out), 7)
 	// 6 good calls of 1000 + 500 tokens at $1 + $1, each retried once; one refused.
 	assert.Contains(t, errOut, "metric model openai/gpt-4o-mini: 7 call(s), 1 failed, 6 retries, 0 cache hit(s), 6000 input + 3000 output tokens, cost $12.000000")
+}
+
+// An async judge keeps --threads cases in flight on one worker's loop;
+// --llm-max-inflight is what bounds the model requests made at once.
+func TestScoreAsyncJudgeModelRequestsInFlight(t *testing.T) {
+	var now, peak atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := now.Add(1)
+		for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+		}
+		time.Sleep(100 * time.Millisecond)
+		now.Add(-1)
+		fmt.Fprint(w, `{"choices": [{"message": {"content": "PASS. fine"}}]}`)
+	}))
+	defer srv.Close()
+	var cases strings.Builder
+	for i := range 48 {
+		fmt.Fprintf(&cases, `{"id": "c%d", "input": {"question": "2+2?"}, "output": "4"}`+"\n", i)
+	}
+	data := filepath.Join(t.TempDir(), "cases.jsonl")
+	require.NoError(t, os.WriteFile(data, []byte(cases.String()), 0o644))
+	for _, tc := range []struct {
+		limit    []string
+		min, max int64
+	}{{[]string{"--llm-max-inflight", "4"}, 4, 4}, {nil, 24, 48}} {
+		peak.Store(0)
+		args := append([]string{"score", "--metric", "../../testdata/async_judge/metric.py", "--data", data,
+			"--processes", "1", "--threads", "48", "--metric-model", "openai/j", "--llm-base-url", srv.URL + "/v1"}, tc.limit...)
+		code, out, errOut := skynet(args...)
+		require.Equal(t, exitOK, code, errOut)
+		for _, l := range resultLines(t, out) {
+			require.Nil(t, l.Error, l.ID)
+			assert.Equal(t, 1.0, l.Score)
+		}
+		assert.GreaterOrEqual(t, peak.Load(), tc.min, tc.limit)
+		assert.LessOrEqual(t, peak.Load(), tc.max, tc.limit)
+	}
 }
