@@ -120,10 +120,10 @@ func TestAsyncScoreCheckSaysTheForm(t *testing.T) {
 	}
 	assert.Contains(t, sig, "async def score(input, output, expected=None)")
 
-	// An async generator, or an async run, is still refused.
+	// An async generator is still refused, saying what it is.
 	_, err := Open(Options{Metric: writeMetric(t, "async def score(input, output):\n    yield 1\n")})
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "`score` is `async def`; it must be a plain `def`")
+	assert.Contains(t, err.Error(), "`score` is an async generator (`async def` with `yield`)")
 }
 
 // asyncJudge awaits skynet.allm; it also calls the blocking skynet.llm

@@ -1,17 +1,11 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -19,77 +13,9 @@ import (
 
 const pycDir = "../../clients/python"
 
-// pycServer is a skynet serve process the Python client's tests talk to.
-type pycServer struct {
-	url string
-	cmd *exec.Cmd
-	mu  sync.Mutex
-	err bytes.Buffer // its stderr so far
-}
-
-func (s *pycServer) stderr() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.err.String()
-}
-
-var pycListening = regexp.MustCompile(`skynet serve: listening on (http://\S+)`)
-
-// pycServe starts the skynet binary's serve on a free port and returns once
-// it prints where it listens; the test's cleanup stops it with SIGTERM.
-func pycServe(t *testing.T, args ...string) *pycServer {
-	s := &pycServer{cmd: exec.Command(skynetBin(t), append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)}
-	pipe, err := s.cmd.StderrPipe()
-	require.NoError(t, err)
-	require.NoError(t, s.cmd.Start())
-	found := make(chan string, 1)
-	readDone := make(chan struct{})
-	go func() {
-		defer close(readDone)
-		defer close(found)
-		r := bufio.NewReader(pipe)
-		for {
-			line, err := r.ReadString('\n')
-			s.mu.Lock()
-			s.err.WriteString(line)
-			s.mu.Unlock()
-			if m := pycListening.FindStringSubmatch(line); m != nil {
-				select {
-				case found <- m[1]:
-				default:
-				}
-			}
-			if err != nil { // EOF: the process is gone
-				return
-			}
-		}
-	}()
-	t.Cleanup(func() {
-		s.cmd.Process.Signal(syscall.SIGTERM)
-		select { // read stderr to its end before Wait closes the pipe
-		case <-readDone:
-		case <-time.After(30 * time.Second):
-			s.cmd.Process.Kill()
-			select { // a worker left holding stderr must not hang the test
-			case <-readDone:
-			case <-time.After(10 * time.Second):
-			}
-		}
-		s.cmd.Wait()
-	})
-	select {
-	case url, ok := <-found:
-		require.True(t, ok, "skynet serve exited before listening:\n%s", s.stderr())
-		s.url = url
-	case <-time.After(90 * time.Second):
-		t.Fatalf("skynet serve printed no listening line in 90s:\n%s", s.stderr())
-	}
-	return s
-}
-
 // pycRun runs the client's unittest file with python against s and returns
 // its output; it fails the test with that output when unittest fails.
-func pycRun(t *testing.T, python string, s *pycServer, token string) string {
+func pycRun(t *testing.T, python string, s *serveProc, token string) string {
 	cmd := exec.Command(python, "-m", "unittest", "-v", "test_skynet_client")
 	cmd.Dir = pycDir
 	cmd.Env = append(os.Environ(), "SKYNET_URL="+s.url, "SKYNET_TOKEN="+token, "PYTHONDONTWRITEBYTECODE=1")
@@ -113,7 +39,7 @@ func TestPythonClient(t *testing.T) {
 	require.NoError(t, err)
 	metric := writeFile(t, dir, "metric.py", string(src))
 	const token = "pyclient-test-token"
-	s := pycServe(t, "--metric", metric, "--processes", "2", "--token", token)
+	s := startServe(t, "--metric", metric, "--processes", "2", "--token", token)
 
 	out := pycRun(t, python, s, token)
 	assert.Regexp(t, `(?m)^test_score_results_in_order \(test_skynet_client\.RealServerTest`, out)

@@ -199,6 +199,22 @@ func TestServeMatchesScore(t *testing.T) {
 		assert.Equal(t, want[k*size:min((k+1)*size, len(lines))], withoutMS(got[k]), "part %d", k)
 	}
 
+	// A stdlib-only Python script, eight threads posting a part each with
+	// urllib: the same results, compared as JSON values.
+	py := exec.Command(classesPython(t), "-c", postFromThreads, s.url+"/v1/score", data)
+	pyOut, err := py.Output()
+	require.NoError(t, err, "%s", pyOut)
+	var fromPython []map[string]any
+	require.NoError(t, json.Unmarshal(pyOut, &fromPython))
+	require.Len(t, fromPython, len(want))
+	for i, l := range splitLines([]byte(out)) {
+		var w map[string]any
+		require.NoError(t, json.Unmarshal([]byte(l), &w))
+		delete(w, "ms")
+		delete(fromPython[i], "ms")
+		require.Equal(t, w, fromPython[i], "case %d from the Python threads", i)
+	}
+
 	// The example's bad lines, blank and broken lines too, as NDJSON.
 	const bad = "../../testdata/exact_match/bad_lines.jsonl"
 	code, out, errOut = skynet("score", "--metric", metric, "--data", bad)
@@ -322,3 +338,21 @@ func TestServeProgram(t *testing.T) {
 	require.NotNil(t, rs[2].Error, lines[2])
 	assert.Equal(t, "input", string(rs[2].Error.Kind))
 }
+
+// postFromThreads posts a case file's lines to /v1/score from eight
+// threads, a part each, and prints the results in the file's order.
+const postFromThreads = `import json, sys, threading, urllib.request
+url, path = sys.argv[1], sys.argv[2]
+cases = [json.loads(l) for l in open(path) if l.strip()]
+parts, size = 8, (len(cases) + 7) // 8
+got = [None] * parts
+def post(k):
+    body = json.dumps({"cases": cases[k * size:(k + 1) * size]}).encode()
+    req = urllib.request.Request(url, body, {"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=120) as r:
+        got[k] = json.load(r)["results"]
+threads = [threading.Thread(target=post, args=(k,)) for k in range(parts)]
+for t in threads: t.start()
+for t in threads: t.join()
+json.dump([r for part in got for r in part], sys.stdout)
+`
