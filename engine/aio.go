@@ -28,29 +28,15 @@ import (
 //go:embed aio.py
 var aioSource string
 
-// The _skynet_aio module, shared by engines.
-var (
-	aioMu     sync.Mutex
-	aioDriver *cpython.Object
-	aioErr    error
-)
+var aioModule = &embeddedModule{name: "_skynet_aio", file: "<skynet aio>", source: aioSource, what: "the event loop driver"}
 
-// aioDriverOf returns the driver's serve function, starting the module the
-// first time. Runs with the GIL.
+// aioDriverOf returns the driver's serve function. Runs with the GIL.
 func aioDriverOf(g *cpython.GIL) (*cpython.Object, error) {
-	aioMu.Lock()
-	defer aioMu.Unlock()
-	if aioDriver == nil && aioErr == nil {
-		mod, err := g.ExecModule("_skynet_aio", "<skynet aio>", aioSource)
-		if err == nil {
-			aioDriver, err = g.Attr(mod, "serve")
-			g.Release(mod)
-		}
-		if err != nil {
-			aioErr = fmt.Errorf("engine: starting the event loop driver: %w", err)
-		}
+	mod, err := aioModule.get(g)
+	if err != nil {
+		return nil, err
 	}
-	return aioDriver, aioErr
+	return g.Attr(mod, "serve")
 }
 
 // aioLoop is the engine's side of the event loop.

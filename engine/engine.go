@@ -333,6 +333,9 @@ func Open(opts Options) (*Engine, error) {
 			return nil, errors.Join(err, derr)
 		}
 		if err := e.startAio(driver); err != nil {
+			if e.aio == nil { // else unload releases it
+				cpython.WithGIL(func(g *cpython.GIL) { g.Release(driver) })
+			}
 			e.Close()
 			return nil, err
 		}
@@ -370,7 +373,7 @@ func orDefault(v, def int) int {
 // load imports the metric and makes the load-time checks. Runs with the GIL.
 func (e *Engine) load(th *cpython.GIL, py *pyMetric, shown string) error {
 	var err error
-	if py.loader, err = loaderOf(th); err != nil {
+	if py.loader, err = loaderModule.get(th); err != nil {
 		return err
 	}
 	if e.mainThread {
@@ -420,25 +423,27 @@ func (e *Engine) load(th *cpython.GIL, py *pyMetric, shown string) error {
 	return nil
 }
 
-// The _skynet_loader module, shared by engines.
-var (
-	loaderMu  sync.Mutex
-	loader    *cpython.Object
-	loaderErr error
-)
+// embeddedModule is a module of this package's Python, run once in the
+// process's interpreter and shared by engines.
+type embeddedModule struct {
+	name, file, source, what string
+	mu                       sync.Mutex
+	mod                      *cpython.Object
+	err                      error
+}
 
-// loaderOf returns the loader module, starting it the first time. Runs with
-// the GIL.
-func loaderOf(g *cpython.GIL) (*cpython.Object, error) {
-	loaderMu.Lock()
-	defer loaderMu.Unlock()
-	if loader == nil && loaderErr == nil {
-		loader, loaderErr = g.ExecModule("_skynet_loader", "<skynet loader>", loaderSource)
-		if loaderErr != nil {
-			loaderErr = fmt.Errorf("engine: starting the metric loader: %w", loaderErr)
+var loaderModule = &embeddedModule{name: "_skynet_loader", file: "<skynet loader>", source: loaderSource, what: "the metric loader"}
+
+// get returns the module, running it the first time. Runs with the GIL.
+func (m *embeddedModule) get(g *cpython.GIL) (*cpython.Object, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.mod == nil && m.err == nil {
+		if m.mod, m.err = g.ExecModule(m.name, m.file, m.source); m.err != nil {
+			m.err = fmt.Errorf("engine: starting %s: %w", m.what, m.err)
 		}
 	}
-	return loader, loaderErr
+	return m.mod, m.err
 }
 
 // stemName is the name `import metric` would give path ("metric" for
@@ -600,6 +605,9 @@ func (e *Engine) unload() {
 	cpython.WithGIL(func(g *cpython.GIL) {
 		g.Release(py.score)
 		g.Release(py.run)
+		if e.aio != nil {
+			g.Release(e.aio.driver)
+		}
 		for name, mod := range map[string]*cpython.Object{e.module: py.mod, e.program: py.pmod} {
 			if mod != nil {
 				g.Release(mod)
