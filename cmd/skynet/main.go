@@ -2,7 +2,7 @@
 // embedded CPython.
 //
 //	skynet check --metric PATH --data CASES.jsonl [--samples 3] [--json]
-//	skynet score --metric PATH --data CASES.jsonl [--out RESULTS.jsonl] [--timeout 60s] [--workers N]
+//	skynet score --metric PATH --data CASES.jsonl [--out RESULTS.jsonl [--resume [--retry-failed]]] [--timeout 60s]
 //	skynet eval --program program.py --artifact FILE --metric metric.py --data DATASET [--split val]
 //	skynet bench --metric PATH [--data CASES.jsonl] [--cases N] [--file CASES.jsonl] [--runs 3] [--json]
 //	skynet serve --metric PATH [--listen 127.0.0.1:8765] [--token T] [--data SAMPLES.jsonl]
@@ -41,7 +41,8 @@ const usage = `skynet runs metric.py scoring functions in an embedded CPython.
 
 Usage:
   skynet check --metric PATH --data CASES.jsonl [--samples 3] [--json]
-  skynet score --metric PATH --data CASES.jsonl [--out RESULTS.jsonl] [--timeout 60s] [--workers N] [--shard I/N]
+  skynet score --metric PATH --data CASES.jsonl [--out RESULTS.jsonl [--resume [--retry-failed]]] [--timeout 60s]
+              [--processes N] [--threads K] [--shard I/N]
   skynet eval --program program.py --artifact FILE --metric metric.py --data DATASET [--split val]
               [--inputs a,b] [--outputs label] [--limit N] [--sample N --seed S] [--out RESULTS.jsonl]
   skynet bench --metric PATH [--data CASES.jsonl] [--cases N] [--file CASES.jsonl] [--runs 3] [--json]
