@@ -24,7 +24,47 @@ func TestMain(m *testing.M) {
 	if err := Initialize(Config{argv: []string{"metric.py"}}); err != nil {
 		panic(err)
 	}
+	// Before any test's call can import it.
+	if err := WithGIL(func(g *GIL) {
+		mod, err := g.ExecModule("threading_at_init", "<test>", "import sys\nloaded = 'threading' in sys.modules\n")
+		if err != nil {
+			panic(err)
+		}
+		v, _ := g.Attr(mod, "loaded")
+		threadingAtInit, _ = g.value(v)
+		g.Release(v)
+		g.Release(mod)
+	}); err != nil {
+		panic(err)
+	}
 	os.Exit(m.Run())
+}
+
+var threadingAtInit any // whether threading was imported when Initialize returned
+
+// TestThreadingMainThread: threading's main thread is the one that
+// initialised the runtime, the one signal.signal accepts, not the first
+// thread whose call imports threading: code that checks current_thread()
+// is main_thread() before signal.signal (DSPy's parallel executor,
+// timeout helpers) must take its other path on a call's thread.
+func TestThreadingMainThread(t *testing.T) {
+	assert.Equal(t, true, threadingAtInit, "Initialize imports threading on the initialising thread")
+	withThread(t, func(th *GIL) {
+		fn := module(t, th, "f", `
+import signal, threading
+def f():
+    main = threading.current_thread() is threading.main_thread()
+    try:
+        signal.signal(signal.SIGUSR2, signal.getsignal(signal.SIGUSR2))
+        works = True
+    except ValueError:
+        works = False
+    return [main, works]
+`)
+		v, err := th.CallValue(fn)
+		require.NoError(t, err)
+		assert.Equal(t, []any{false, false}, v, "[current_thread() is main_thread(), signal.signal works] on a call's thread")
+	})
 }
 
 // withThread runs fn with the GIL held (setup-style calls).

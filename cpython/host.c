@@ -243,7 +243,15 @@ fail:
 static int interp_setup(const char *bootstrap, sky_buf *err) {
     sky_interp *in = &sky_main;
     int rc = -1;
-    PyObject *tb = NULL, *host = NULL, *globals = NULL, *res = NULL;
+    PyObject *tb = NULL, *host = NULL, *globals = NULL, *res = NULL, *threading = NULL;
+    // threading names as its main thread the one that first imports it:
+    // this one, which initialised the runtime and is the one signal.signal
+    // accepts. Imported later by a call on another thread, it would call
+    // that thread main, and code that checks current_thread() is
+    // main_thread() before signal.signal (DSPy, timeout helpers) would
+    // raise ValueError instead of taking its other path.
+    threading = PyImport_ImportModule("threading"); // new ref
+    if (!threading) goto done;
     tb = PyImport_ImportModule("traceback"); // new ref
     if (!tb) goto done;
     in->format_exception = PyObject_GetAttrString(tb, "format_exception"); // new ref, kept forever
@@ -268,6 +276,7 @@ done:
     Py_XDECREF(globals);
     Py_XDECREF(host);
     Py_XDECREF(tb);
+    Py_XDECREF(threading);
     return rc;
 }
 
