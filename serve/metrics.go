@@ -74,7 +74,11 @@ func (m *metrics) request(path string, code int) {
 
 func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
 	var b strings.Builder
-	st := s.p.Stats()
+	var st pool.Stats
+	processes := 0
+	if p := s.p.Load(); p != nil { // loading: no pool, no workers yet
+		st, processes = p.Stats(), p.Processes()
+	}
 	m := &s.m
 	m.mu.Lock()
 	fmt.Fprintf(&b, "# HELP skynet_cases_scored_total Cases answered with a score.\n# TYPE skynet_cases_scored_total counter\nskynet_cases_scored_total %d\n", m.scored)
@@ -113,7 +117,12 @@ func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprintf(&b, "# HELP skynet_worker_crashes_total Cases that crashed their worker even when scored alone.\n# TYPE skynet_worker_crashes_total counter\nskynet_worker_crashes_total %d\n", st.Crashes)
 	fmt.Fprintf(&b, "# HELP skynet_worker_wedges_total Cases that held their worker past their timeout.\n# TYPE skynet_worker_wedges_total counter\nskynet_worker_wedges_total %d\n", st.Wedges)
 	fmt.Fprintf(&b, "# HELP skynet_score_calls_total Score calls that returned, with a score or not.\n# TYPE skynet_score_calls_total counter\nskynet_score_calls_total %d\n", st.ScoreCalls)
-	fmt.Fprintf(&b, "# HELP skynet_worker_processes Worker processes the pool keeps.\n# TYPE skynet_worker_processes gauge\nskynet_worker_processes %d\n", s.p.Processes())
+	fmt.Fprintf(&b, "# HELP skynet_worker_processes Worker processes the pool keeps.\n# TYPE skynet_worker_processes gauge\nskynet_worker_processes %d\n", processes)
+	ready := 0
+	if s.Healthy() {
+		ready = 1
+	}
+	fmt.Fprintf(&b, "# HELP skynet_ready 1 while the server takes scoring requests (loaded, not draining), else 0.\n# TYPE skynet_ready gauge\nskynet_ready %d\n", ready)
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	w.Write([]byte(b.String()))
 }

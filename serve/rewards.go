@@ -4,6 +4,7 @@ package serve
 // (--reward.remote_url; --remote_rm_url in older releases), so a PPO/GRPO run can use a metric.py as its reward.
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -26,15 +27,29 @@ type rewardsRequest struct {
 // samples_generator.py), so extra_logs holds numbers only. Each case's
 // feedback and error kind sit beside them, for other clients and people.
 type rewardsReply struct {
-	Rewards   []float64 `json:"rewards"`
-	Scores    []float64 `json:"scores"`
-	ExtraLogs extraLogs `json:"extra_logs"`
-	Feedback  []string  `json:"feedback"`
-	Errors    []*string `json:"errors"` // a failed case's kind, else null
+	Rewards   []floatJSON `json:"rewards"`
+	Scores    []floatJSON `json:"scores"`
+	ExtraLogs extraLogs   `json:"extra_logs"`
+	Feedback  []string    `json:"feedback"`
+	Errors    []*string   `json:"errors"` // a failed case's kind, else null
 }
 
 type extraLogs struct {
-	Failed []float64 `json:"failed"` // 1 for a case whose score call failed (its reward is 0), else 0
+	Failed []floatJSON `json:"failed"` // 1.0 for a case whose score call failed (its reward is 0.0), else 0.0
+}
+
+// floatJSON is a number written with a fraction or an exponent, 1.0 and
+// never 1, as Python's json writes a float: OpenRLHF makes a tensor of the
+// rewards, and torch.tensor of whole numbers read as ints is an int64
+// tensor whose std() raises, stopping every GRPO-style estimator.
+type floatJSON float64
+
+func (f floatJSON) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(float64(f))
+	if err == nil && !bytes.ContainsAny(b, ".eE") {
+		b = append(b, '.', '0')
+	}
+	return b, err
 }
 
 // rewardCase is case i of a rewards request as a case-file line.
@@ -138,11 +153,11 @@ func (s *Server) rewards(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 	reply := rewardsReply{
-		Rewards: make([]float64, 0, len(tasks)), Scores: make([]float64, 0, len(tasks)),
-		ExtraLogs: extraLogs{Failed: make([]float64, 0, len(tasks))},
+		Rewards: make([]floatJSON, 0, len(tasks)), Scores: make([]floatJSON, 0, len(tasks)),
+		ExtraLogs: extraLogs{Failed: make([]floatJSON, 0, len(tasks))},
 		Feedback:  make([]string, 0, len(tasks)), Errors: make([]*string, 0, len(tasks)),
 	}
-	for batch := range s.p.Run(r.Context(), in) {
+	for batch := range s.p.Load().Run(r.Context(), in) {
 		for _, t := range batch {
 			res, err := pool.ParseResult(t.Record.Line)
 			if err != nil { // a line the pool wrote: not expected
@@ -157,9 +172,9 @@ func (s *Server) rewards(w http.ResponseWriter, r *http.Request) {
 					feedback = res.Err.Message
 				}
 			}
-			reply.Rewards = append(reply.Rewards, score)
-			reply.Scores = append(reply.Scores, score)
-			failed := 0.0
+			reply.Rewards = append(reply.Rewards, floatJSON(score))
+			reply.Scores = append(reply.Scores, floatJSON(score))
+			failed := floatJSON(0)
 			if kind != nil {
 				failed = 1
 			}

@@ -71,7 +71,7 @@ type Options struct {
 
 // Server is the HTTP handler. Its methods are safe for concurrent use.
 type Server struct {
-	p    *pool.Pool
+	p    atomic.Pointer[pool.Pool] // nil while the metric loads (NewLoading)
 	opts Options
 	mux  *http.ServeMux
 
@@ -87,6 +87,17 @@ type Server struct {
 
 // New returns the handler scoring in p. It does not close p.
 func New(p *pool.Pool, opts Options) *Server {
+	s := NewLoading(opts)
+	s.Ready(p)
+	return s
+}
+
+// NewLoading returns a handler with no pool yet, for a port that opens
+// before the metric has loaded: until Ready, GET /healthz answers 503
+// "loading" and the scoring endpoints 503 with Retry-After, so a client or
+// a readiness probe sees a server that is coming rather than a refused
+// connection.
+func NewLoading(opts Options) *Server {
 	if opts.MaxBody <= 0 {
 		opts.MaxBody = DefaultMaxBody
 	}
@@ -96,7 +107,7 @@ func New(p *pool.Pool, opts Options) *Server {
 	if opts.MaxLineBytes <= 0 {
 		opts.MaxLineBytes = engine.DefaultMaxLineBytes
 	}
-	s := &Server{p: p, opts: opts, idle: make(chan struct{}), m: newMetrics()}
+	s := &Server{opts: opts, idle: make(chan struct{}), m: newMetrics()}
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("/v1/score", s.scoring(s.score))
 	s.mux.HandleFunc("/v1/rewards", s.scoring(s.rewards))
@@ -104,6 +115,20 @@ func New(p *pool.Pool, opts Options) *Server {
 	s.mux.HandleFunc("/metrics", s.authorized(s.metrics))
 	return s
 }
+
+// Ready hands the server the pool it scores in, once the metric has loaded
+// and passed its checks; it does not close p. It is called once.
+func (s *Server) Ready(p *pool.Pool) {
+	if p == nil {
+		panic("serve: Ready(nil)")
+	}
+	if !s.p.CompareAndSwap(nil, p) {
+		panic("serve: Ready called twice")
+	}
+}
+
+// Loaded says whether the server has its pool (Ready was called).
+func (s *Server) Loaded() bool { return s.p.Load() != nil }
 
 // ServeHTTP routes a request to its endpoint.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -130,18 +155,22 @@ func (s *Server) Drain() {
 // left in flight.
 func (s *Server) Idle() <-chan struct{} { return s.idle }
 
-// Healthy says whether the server takes requests: not draining.
+// Healthy says whether the server takes requests: loaded and not draining.
 func (s *Server) Healthy() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return !s.draining
+	return !s.draining && s.Loaded()
 }
 
 // Inflight is how many admitted cases have no answer yet.
 func (s *Server) Inflight() int { return int(s.inflight.Load()) }
 
-// scoring wraps a scoring endpoint: the token, POST only, draining, and
-// the count of active requests Drain waits for.
+// loadingRetry is the Retry-After, in seconds, of a scoring request that
+// comes while the metric loads.
+const loadingRetry = "1"
+
+// scoring wraps a scoring endpoint: the token, POST only, draining,
+// loading, and the count of active requests Drain waits for.
 func (s *Server) scoring(h http.HandlerFunc) http.HandlerFunc {
 	return s.authorized(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
@@ -154,6 +183,12 @@ func (s *Server) scoring(h http.HandlerFunc) http.HandlerFunc {
 			s.mu.Unlock()
 			w.Header().Set("Connection", "close")
 			fail(w, http.StatusServiceUnavailable, "the server is shutting down")
+			return
+		}
+		if !s.Loaded() {
+			s.mu.Unlock()
+			w.Header().Set("Retry-After", loadingRetry)
+			fail(w, http.StatusServiceUnavailable, "the metric is still loading: retry after Retry-After seconds (GET /healthz answers 200 once it is ready)")
 			return
 		}
 		s.active++
@@ -187,12 +222,20 @@ func (s *Server) authorized(h http.HandlerFunc) http.HandlerFunc {
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	if !s.Healthy() {
+	s.mu.Lock()
+	draining := s.draining
+	s.mu.Unlock()
+	switch {
+	case draining:
 		w.WriteHeader(http.StatusServiceUnavailable)
 		io.WriteString(w, "draining\n")
-		return
+	case !s.Loaded():
+		w.Header().Set("Retry-After", loadingRetry)
+		w.WriteHeader(http.StatusServiceUnavailable)
+		io.WriteString(w, "loading\n")
+	default:
+		io.WriteString(w, "ok\n")
 	}
-	io.WriteString(w, "ok\n")
 }
 
 // fail answers with status and {"error": msg}.
@@ -221,6 +264,10 @@ func badRequest(format string, args ...any) error {
 // cannot deadlock against a reply it does not read yet.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	if r.ContentLength > s.opts.MaxBody {
+		// Unread, the body is left on the wire: the connection ends with
+		// this reply, which a client still sending must read after its
+		// write fails (the Python client does).
+		w.Header().Set("Connection", "close")
 		fail(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the body (%d bytes) is over the limit of %d bytes (--max-body): send smaller batches", r.ContentLength, s.opts.MaxBody))
 		return nil, false
 	}
@@ -230,6 +277,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool)
 	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, s.opts.MaxBody))
 	b := buf.Bytes()
 	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+		w.Header().Set("Connection", "close")
 		fail(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the body is over the limit of %d bytes (--max-body): send smaller batches", s.opts.MaxBody))
 		return nil, false
 	}
@@ -367,9 +415,9 @@ func (s *Server) run(ctx context.Context, tasks []*pool.Task) (<-chan []*pool.Ta
 		}
 	}()
 	if s.opts.Program {
-		return s.p.RunProgram(ctx, s.opts.Artifact, in)
+		return s.p.Load().RunProgram(ctx, s.opts.Artifact, in)
 	}
-	return s.p.Run(ctx, in), nil
+	return s.p.Load().Run(ctx, in), nil
 }
 
 // jsonTasks reads {"cases": [case, ...]}: case i is numbered i+1, as the

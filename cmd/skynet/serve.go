@@ -105,6 +105,27 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		}
 	}()
 
+	// The port opens first: while the metric loads, /healthz answers 503
+	// "loading" and the scoring endpoints 503 with Retry-After, so a client
+	// or a readiness probe sees a server coming rather than a refused
+	// connection (OpenRLHF gives up after five refused tries).
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		fmt.Fprintf(stderr, "skynet serve: --listen %s: %v\n", *listen, err)
+		return exitUsage
+	}
+	s := serve.NewLoading(serve.Options{Token: *token, MaxBody: int64(*maxBody), MaxInflight: *maxInflight,
+		MaxLineBytes: sv.maxLine, Program: *program != "", Artifact: artifact})
+	srv := &http.Server{Handler: s, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	defer srv.Close()
+	what := "metric " + *metric
+	if *program != "" {
+		what = "program " + *program + ", " + what
+	}
+	fmt.Fprintf(stderr, "skynet serve: listening on http://%s (loading %s: /healthz answers 503 until it is ready)\n", ln.Addr(), what)
+
 	opts := sv.poolOptions("serve", engine.Options{Metric: *metric, Program: *program, Samples: *samples, Timeout: *timeout,
 		RunTimeout: *runTimeout, LLM: client}, 0, stderr)
 	p, err := pool.OpenContext(ctx, opts)
@@ -140,26 +161,12 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	if ctx.Err() != nil {
 		return interruptCode(first)
 	}
-
-	ln, err := net.Listen("tcp", *listen)
-	if err != nil {
-		fmt.Fprintf(stderr, "skynet serve: --listen %s: %v\n", *listen, err)
-		return exitUsage
-	}
-	s := serve.New(p, serve.Options{Token: *token, MaxBody: int64(*maxBody), MaxInflight: *maxInflight,
-		MaxLineBytes: sv.maxLine, Program: *program != "", Artifact: artifact})
-	srv := &http.Server{Handler: s, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	what := "metric " + *metric
-	if *program != "" {
-		what = "program " + *program + ", " + what
-	}
+	s.Ready(p)
 	auth := ""
 	if *token != "" {
 		auth = ", bearer token required"
 	}
-	fmt.Fprintf(stderr, "skynet serve: listening on http://%s (%d processes, %s%s)\n", ln.Addr(), p.Processes(), what, auth)
+	fmt.Fprintf(stderr, "skynet serve: ready on http://%s (%d processes, %s%s)\n", ln.Addr(), p.Processes(), what, auth)
 
 	var sig os.Signal
 	select {

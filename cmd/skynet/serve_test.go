@@ -37,8 +37,8 @@ func (s *serveProc) stderr() string {
 	return s.errs.String()
 }
 
-// startServe runs skynet serve on a free port and waits for its
-// "listening on" line.
+// startServe runs skynet serve on a free port and waits for its "ready
+// on" line (the metric loaded and checked).
 func startServe(t *testing.T, args ...string) *serveProc {
 	t.Helper()
 	cmd := exec.Command(skynetBin(t), append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)
@@ -53,7 +53,7 @@ func startServe(t *testing.T, args ...string) *serveProc {
 			s.mu.Lock()
 			s.errs.WriteString(sc.Text() + "\n")
 			s.mu.Unlock()
-			if m := listenLine.FindStringSubmatch(sc.Text()); m != nil {
+			if m := readyLine.FindStringSubmatch(sc.Text()); m != nil {
 				listening <- m[1]
 			}
 		}
@@ -68,14 +68,17 @@ func startServe(t *testing.T, args ...string) *serveProc {
 	select {
 	case s.url = <-listening:
 	case <-s.done:
-		t.Fatalf("skynet serve exited %d before listening:\n%s", s.code, s.stderr())
+		t.Fatalf("skynet serve exited %d before it was ready:\n%s", s.code, s.stderr())
 	case <-time.After(60 * time.Second):
-		t.Fatalf("skynet serve did not listen:\n%s", s.stderr())
+		t.Fatalf("skynet serve did not get ready:\n%s", s.stderr())
 	}
 	return s
 }
 
-var listenLine = regexp.MustCompile(`^skynet serve: listening on (http://127\.0\.0\.1:[0-9]+) \(`)
+var (
+	listenLine = regexp.MustCompile(`^skynet serve: listening on (http://127\.0\.0\.1:[0-9]+) \(loading `)
+	readyLine  = regexp.MustCompile(`^skynet serve: ready on (http://127\.0\.0\.1:[0-9]+) \(`)
+)
 
 func (s *serveProc) wait(t *testing.T) int {
 	t.Helper()
@@ -285,19 +288,108 @@ func getText(t *testing.T, url string) string {
 	return string(b)
 }
 
-// TestServeCheckBeforeListening: a metric that fails its contract check
-// exits 1, as skynet check does, and never opens the port.
-func TestServeCheckBeforeListening(t *testing.T) {
+// TestServeCheckFailsBeforeReady: a metric that fails its contract check
+// exits 1, as skynet check does, and the port, open while it loaded, never
+// took a scoring request.
+func TestServeCheckFailsBeforeReady(t *testing.T) {
 	const cases = "../../testdata/exact_match/cases.jsonl"
 	code, _, errOut := skynet("serve", "--metric", "../../testdata/signature/one_arg.py", "--listen", "127.0.0.1:0", "--processes", "1")
 	assert.Equal(t, exitCheck, code, errOut)
 	assert.Contains(t, errOut, `skynet serve: check "score signature" failed`)
-	assert.NotContains(t, errOut, "listening")
+	assert.Regexp(t, listenLine, errOut)
+	assert.NotContains(t, errOut, "ready on")
 
 	code, _, errOut = skynet("serve", "--metric", "../../testdata/contract/no_feedback.py", "--data", cases, "--listen", "127.0.0.1:0", "--processes", "1")
 	assert.Equal(t, exitCheck, code, errOut)
 	assert.Contains(t, errOut, `skynet serve: check "metric's return value" failed`)
-	assert.NotContains(t, errOut, "listening")
+	assert.NotContains(t, errOut, "ready on")
+}
+
+// TestServeLoading: the port opens before the metric has loaded; until it
+// has, /healthz is 503 "loading" and /v1/score and /v1/rewards 503 with
+// Retry-After (a client sees a server coming, not a refused connection);
+// then the same requests are answered. A signal while it loads ends it at
+// once.
+func TestServeLoading(t *testing.T) {
+	dir := t.TempDir()
+	gate := filepath.Join(dir, "gate")
+	metric := writeFile(t, dir, "metric.py", fmt.Sprintf(`import os, time
+while not os.path.exists(%q):  # the test opens the gate once it has seen "loading"
+    time.sleep(0.02)
+def score(input, output, expected=None):
+    return (1.0 if output == (expected or {}).get("label") else 0.0), {"feedback": "ok"}
+`, gate))
+	cmd, next := startLoading(t, metric)
+	url := next(listenLine)
+
+	resp, err := http.Get(url + "/healthz")
+	require.NoError(t, err, "the port is open while the metric loads")
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	assert.Equal(t, "loading\n", string(b))
+	for _, path := range []string{"/v1/score", "/v1/rewards"} {
+		resp, err := http.Post(url+path, "application/json", strings.NewReader(`{"cases": [], "query": []}`))
+		require.NoError(t, err)
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, path)
+		assert.Equal(t, "1", resp.Header.Get("Retry-After"), path)
+		assert.Contains(t, string(b), "still loading", path)
+	}
+	assert.Contains(t, getText(t, url+"/metrics"), "skynet_ready 0\n")
+
+	require.NoError(t, os.WriteFile(gate, nil, 0o644))
+	assert.Equal(t, url, next(readyLine))
+	code, body := postBody(t, url+"/v1/score", "application/json", []byte(`{"cases": [{"id": "a", "input": {}, "output": "x", "expected": {"label": "x"}}]}`))
+	assert.Equal(t, http.StatusOK, code, string(body))
+	assert.Contains(t, string(body), `"score":1`)
+	assert.Equal(t, "ok\n", getText(t, url+"/healthz"))
+	assert.Contains(t, getText(t, url+"/metrics"), "skynet_ready 1\n")
+
+	// A signal while loading ends skynet serve at once.
+	require.NoError(t, os.Remove(gate))
+	cmd, next = startLoading(t, metric)
+	next(listenLine)
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	start := time.Now()
+	err = cmd.Wait()
+	assert.Less(t, time.Since(start), 10*time.Second)
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit)
+	assert.Equal(t, 143, exit.ExitCode())
+}
+
+// startLoading starts skynet serve on metric and returns it with a function
+// that waits for its next stderr line matching re and returns re's group.
+func startLoading(t *testing.T, metric string) (*exec.Cmd, func(re *regexp.Regexp) string) {
+	cmd := exec.Command(skynetBin(t), "serve", "--metric", metric, "--listen", "127.0.0.1:0", "--processes", "1")
+	pipe, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	lines := make(chan string, 16)
+	go func() {
+		sc := bufio.NewScanner(pipe)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	return cmd, func(re *regexp.Regexp) string {
+		t.Helper()
+		for {
+			select {
+			case l, ok := <-lines:
+				require.True(t, ok, "skynet serve ended before a line matching %s", re)
+				if m := re.FindStringSubmatch(l); m != nil {
+					return m[1]
+				}
+			case <-time.After(60 * time.Second):
+				t.Fatalf("no line matching %s", re)
+			}
+		}
+	}
 }
 
 func TestServeUsageErrors(t *testing.T) {

@@ -65,13 +65,13 @@ func main() {
 	url := ""
 	sc := bufio.NewScanner(pipe)
 	for sc.Scan() {
-		if _, u, ok := strings.Cut(sc.Text(), "listening on "); ok {
+		if _, u, ok := strings.Cut(sc.Text(), "skynet serve: ready on "); ok {
 			url, _, _ = strings.Cut(u, " ")
 			break
 		}
 	}
 	if url == "" {
-		fail("skynet serve did not listen")
+		fail("skynet serve did not get ready")
 	}
 	go io.Copy(io.Discard, pipe)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: *clients}}
