@@ -27,7 +27,7 @@ endif
 # The default build's note on linking the shared libpython, at the top level.
 SAY_LIBPYTHON := $(if $(PY)$(filter shared,$(LIBPYTHON))$(filter-out 0,$(MAKELEVEL)),,build/static.sh --say)
 
-.PHONY: all deps build run check test test-slurm test-pythons vet fmt-check docs-check asan bench bench-cli bench-cpu bench-serve soak fuzz clean
+.PHONY: all deps pyvenv build run check test test-slurm test-pythons vet fmt-check docs-check asan bench bench-cli bench-cpu bench-serve soak fuzz clean
 
 all: build
 
@@ -37,6 +37,14 @@ deps:
 
 build: deps
 	$(GO) build -o $(BIN) ./cmd/skynet
+
+# The pinned Python test venv (build/pyvenv.sh, build/python-test.lock): the
+# peers' own code (DSPy, GEPA, Math-Verify) for the tests that run it, made
+# once per lock file in ~/.cache/skynet and linked as bin/pyvenv. It is made
+# from the CPython the binary embeds, whose workers import its packages too.
+pyvenv: deps
+	@mkdir -p bin
+	@venv="$$(bash build/pyvenv.sh $(PY))" && ln -sfn "$$venv" bin/pyvenv
 
 run: build
 	./$(BIN) check --metric $(EXAMPLE)/metric.py --data $(EXAMPLE)/cases.jsonl
@@ -49,8 +57,10 @@ fmt-check:
 vet: deps
 	$(GO) vet ./...
 
-test: deps fmt-check vet
-	$(GO) test -count=1 ./...
+# The first pass runs the tests of the peers' own code (SKYNET_TEST_VENV);
+# -race and ASan leave them out (they skip, saying so).
+test: deps fmt-check vet pyvenv
+	SKYNET_TEST_VENV=$(CURDIR)/bin/pyvenv $(GO) test -count=1 ./...
 	$(GO) test -count=1 -race ./...
 	$(MAKE) --no-print-directory asan
 	$(MAKE) --no-print-directory fuzz FUZZTIME=5000x
