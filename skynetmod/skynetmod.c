@@ -121,9 +121,11 @@ void skynetmod_set_python(const char *src) { python_source = strdup(src); }
 static int add_python(PyObject *m) {
     if (!python_source) return 0;
     int rc = -1;
+    PyObject *name = NULL;
     PyObject *globals = PyDict_New(); // new ref
     if (!globals || PyDict_SetItemString(globals, "__builtins__", PyEval_GetBuiltins()) < 0) goto done;
-    if (PyDict_SetItemString(globals, "__name__", PyModule_GetNameObject(m)) < 0) goto done;
+    name = PyModule_GetNameObject(m); // new ref; SetItem does not steal it
+    if (!name || PyDict_SetItemString(globals, "__name__", name) < 0) goto done;
     PyObject *res = PyRun_String(python_source, Py_file_input, globals, globals); // new ref
     if (!res) goto done;
     Py_DECREF(res);
@@ -139,6 +141,7 @@ static int add_python(PyObject *m) {
     }
     rc = 0;
 done:
+    Py_XDECREF(name);
     Py_XDECREF(globals);
     return rc;
 }

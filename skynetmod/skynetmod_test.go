@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/skynetml/skynet/cpython"
+	"github.com/skynetml/skynet/internal/testenv"
 	"github.com/skynetml/skynet/llm"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -253,43 +254,49 @@ def f(stub):
 	assert.Equal(t, []any{"LLMError", "allm", "dspy_metric", "llm", "observation", "reward", "service_cost"}, pair[1])
 }
 
-// TestDSPyMetric drives the adapter the way DSPy does, with a faithful
-// stand-in of dspy.Example and dspy.Prediction put on sys.path by the test.
+// TestDSPyMetric drives skynet.dspy_metric with DSPy's own callers, run
+// for real in this process (testdata/peers/dspy_calls.py, DSPy from the
+// pinned test venv): the checks skynet_client.dspy_metric passes over
+// skynet serve (clients/python/test_peers.py), with the metric called
+// directly as the reference.
 func TestDSPyMetric(t *testing.T) {
-	standin, err := filepath.Abs("../testdata/dspy_standin")
+	version := function(t, "v", "import platform\ndef v():\n    return platform.python_version()\n")
+	v, err := call(t, version, &Observation{})
+	require.NoError(t, err)
+	venv := testenv.Venv(t, v.(string))
+	sites, err := filepath.Glob(filepath.Join(venv, "lib", "python3.*", "site-packages"))
+	require.NoError(t, err)
+	require.Len(t, sites, 1, "site-packages of %s", venv)
+	peers, err := filepath.Abs("../testdata/peers")
+	require.NoError(t, err)
+	metric, err := filepath.Abs("../clients/python/testdata/metric.py")
 	require.NoError(t, err)
 	fn := function(t, "f", fmt.Sprintf(`
-import sys
+import importlib.util, os, site, sys, traceback
+site.addsitedir(%q)  # the venv's packages, its .pth files read
 sys.path.insert(0, %q)
-import dspy, skynet
+os.environ.setdefault("DSPY_CACHEDIR", %q)
+import dspy_calls, skynet
 
-calls = []
-def score(input, output, expected=None):
-    calls.append(1)
-    ok = output == expected["answer"]
-    return (1.0 if ok else 0.0), {"feedback": f"{input['question']} -> {output}", "scores": {"exact": 1.0 if ok else 0.0}}
+spec = importlib.util.spec_from_file_location("dspy_test_metric", %q)
+mod = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(mod)
 
-def score2(input, output):
-    return 0.5, {"feedback": str(output)}
+def reference(cases):
+    out = []
+    for c in cases:
+        value, side = mod.score(c["input"], c["output"], c["expected"])
+        out.append({"score": value, "feedback": side["feedback"], "scores": side.get("scores", {})})
+    return out
 
 def f():
-    metric = skynet.dspy_metric(score)
-    gold = dspy.Example(question="2+2?", answer="4").with_inputs("question")
-    pred = dspy.Prediction(answer="4")
-    evaluate = metric(gold, pred)
-    bootstrap = metric(gold, pred, None)
-    gepa = metric(gold, pred, None, "predict", [])
-    gepa_again = metric(gold, pred, None, "other_predictor", [])
-    several = skynet.dspy_metric(score2)(gold, dspy.Prediction(reasoning="because", answer="4"))
-    sys.path.remove(%q)
-    return [evaluate, bootstrap, type(gepa).__name__, gepa.score, gepa.feedback, gepa.objective_scores,
-            gepa_again.score, len(calls), several]
-`, standin, standin))
-	v, err := call(t, fn, &Observation{})
+    try:
+        got = dspy_calls.drive(skynet.dspy_metric(mod.score))
+    except Exception:
+        return [traceback.format_exc()]  # the whole traceback, into the test's failure
+    return dspy_calls.check_all(got, reference)
+`, sites[0], peers, t.TempDir(), metric))
+	failed, err := call(t, fn, &Observation{})
 	require.NoError(t, err)
-	assert.Equal(t, []any{
-		1.0, 1.0, "Prediction", 1.0, "2+2? -> 4", &cpython.Dict{Keys: []any{"exact"}, Values: []any{1.0}},
-		1.0, int64(1), // GEPA's second call on the same gold and prediction is remembered
-		0.5,
-	}, v)
+	assert.Empty(t, failed, "what DSPy got from skynet.dspy_metric")
 }
