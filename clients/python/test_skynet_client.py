@@ -10,10 +10,9 @@ http.server stand-in in this file, plus what only a scripted server can do
 deterministically: 429 with Retry-After, 401, 413, 503 while loading,
 dropped keep-alive connections.
 
-DSPy and GEPA are not installable here, so the adapters are tested against
-stand-ins: ../../testdata/dspy_standin (dspy.Example/Prediction) and the
-callers below, which repeat the lines of DSPy and GEPA that call a metric or
-evaluator (the source files are named at each).
+The adapters are tested here as functions, with no peer installed (the
+client needs none); test_peers.py runs them under the peers' own code
+(DSPy, GEPA, and the quoted callers of OpenRLHF, verl and TRL).
 """
 
 import asyncio
@@ -36,8 +35,6 @@ sys.path.insert(0, HERE)
 
 import skynet_client as sc  # noqa: E402
 from skynet_client import AsyncClient, Client, SkynetError  # noqa: E402
-
-DSPY_STANDIN = os.path.join(HERE, "..", "..", "testdata", "dspy_standin")
 
 
 def _load_metric():
@@ -366,44 +363,26 @@ class ApiTests:
 
     # -- adapters
 
-    def test_dspy_metric_with_dspy(self):
-        dspy = import_dspy_standin()
-        metric = sc.dspy_metric(self.client())
-        gold = dspy.Example(question="2+2?", label="4").with_inputs("question")
-        right, wrong = dspy.Prediction(answer="4"), dspy.Prediction(answer="5")
-        # dspy/evaluate/evaluate.py, Evaluate.__call__.process_item: score = metric(example, prediction)
-        self.assertEqual(metric(gold, right), 1.0)
-        self.assertEqual(metric(gold, wrong), 0.0)
-        # dspy/teleprompt/bootstrap_trace.py, wrapped_metric: metric(example, prediction, trace)
-        self.assertEqual(metric(gold, right, []), 1.0)
-        # dspy/teleprompt/gepa/gepa.py, GEPA.__init__: the metric must bind five positionals
-        inspect.signature(metric).bind(None, None, None, None, None)
-        o = gepa_feedback_fn(metric, gold, wrong, "predict")
-        self.assertIsInstance(o, dspy.Prediction)
-        self.assertEqual(o.score, 0.0)
-        self.assertEqual(o["feedback"], "Expected '4', got '5'.")
-        self.assertEqual(o["objective_scores"], {"exact": 0.0, "length": 1.0})
-        # dspy/teleprompt/gepa/gepa_utils.py, _extract_score_and_objective_scores
-        self.assertEqual(extract_score_and_objective_scores(dspy, o), (0.0, {"exact": 0.0, "length": 1.0}))
-        # several output fields: output is their dict
-        multi = dspy.Prediction(answer="4", reasoning="because")
-        self.assertEqual(metric(gold, multi), 0.0)
-        self.assertIn("'answer': '4'", gepa_feedback_fn(metric, gold, multi, "p")["feedback"])
-
     def test_dspy_metric_without_dspy(self):
+        # every call form answers a ScoreWithFeedback when dspy does not import
         saved = sys.modules.get("dspy")
         sys.modules["dspy"] = None  # import dspy raises ImportError
         try:
-            ex = ExampleLike({"q": "x", "label": "ok"}, inputs={"q"})
+            ex = ExampleLike({"q": "x", "label": "ok", "dspy_uuid": "u1"}, inputs={"q"})
             metric = sc.dspy_metric(self.url, token=self.token, timeout=30)
-            self.assertEqual(metric(ex, {"answer": "ok"}), 1.0)
-            o = gepa_feedback_fn(metric, ex, {"answer": "nope"}, "p")
-            self.assertIsInstance(o, sc.ScoreWithFeedback)
-            self.assertEqual((o.score, o["score"], float(o)), (0.0, 0.0, 0.0))
+            inspect.signature(metric).bind(None, None, None, None, None, None)  # GEPA's five, and program_trace
+            right = metric(ex, {"answer": "ok"})
+            self.assertIsInstance(right, sc.ScoreWithFeedback)
+            self.assertEqual((right.score, float(right), bool(right), right + 1, 2 + right, right > 0.5), (1.0, 1.0, True, 2.0, 3.0, True))
+            self.assertEqual(right.objective_scores, {"exact": 1.0, "length": 2.0})
+            o = metric(ex, {"answer": "nope"}, None, "p", [])
+            self.assertEqual((o.score, o["score"], float(o), bool(o)), (0.0, 0.0, 0.0, False))
             self.assertEqual(o.feedback, "Expected 'ok', got 'nope'.")
-            boom = gepa_feedback_fn(metric, ex, {"answer": "boom"}, "p")
+            self.assertEqual(sum([right, o, right]), 2.0)
+            boom = metric(ex, {"answer": "boom"})
             self.assertEqual(boom.score, 0.0)
             self.assertIn("boom requested", boom.feedback)
+            self.assertEqual(metric(ex, {"answer": "keys?"}).feedback, "expected keys: label", "DSPy's dspy_* fields are left out")
             strict = sc.dspy_metric(self.url, token=self.token, raise_errors=True)
             with self.assertRaisesRegex(SkynetError, "boom requested"):
                 strict(ex, {"answer": "boom"})
@@ -414,23 +393,21 @@ class ApiTests:
                 sys.modules["dspy"] = saved
 
     def test_dspy_metric_scores_each_pair_once(self):
-        dspy = import_dspy_standin()
         counting = CountingClient(self.url, token=self.token)
         metric = sc.dspy_metric(counting)
-        gold = dspy.Example(question="q", label="a").with_inputs("question")
-        pred = dspy.Prediction(answer="a")
+        gold = ExampleLike({"question": "q", "label": "a"}, inputs={"question"})
+        pred = {"answer": "a"}
         metric(gold, pred)
         for name in ("p1", "p2"):
-            gepa_feedback_fn(metric, gold, pred, name)
+            metric(gold, pred, None, name, [])
         self.assertEqual(counting.calls, 1)
 
     def test_gepa_evaluator(self):
         run = lambda candidate, example: candidate.replace("{x}", example["input"]["x"])  # noqa: E731
         evaluate = sc.gepa_evaluator(self.client(), run)
         dataset = [{"id": "e1", "input": {"x": "a"}, "expected": {"label": "say a"}}, {"input": {"x": "b"}, "expected": {"label": "say B"}}]
-        server = EvalServerStandin(evaluate)
-        s1, info1 = server.evaluate("say {x}", dataset[0], opt_state=object())
-        s2, info2 = server.evaluate("say {x}", dataset[1])
+        s1, info1 = evaluate("say {x}", dataset[0])
+        s2, info2 = evaluate("say {x}", dataset[1])
         self.assertEqual((s1, s2), (1.0, 0.0))
         self.assertEqual(info1["Feedback"], "Correct.")
         self.assertEqual(info1["scores"], {"exact": 1.0, "length": 5.0})
@@ -438,8 +415,7 @@ class ApiTests:
         self.assertNotIn("Expected", info2)
         self.assertIn("Expected 'say B'", info2["Feedback"])  # only what the metric wrote
         # single-task search: no example, no run: the candidate is the output
-        single = EvalServerStandin(sc.gepa_evaluator(self.url, token=self.token))
-        score, info = single.evaluate("boom")
+        score, info = sc.gepa_evaluator(self.url, token=self.token)("boom")
         self.assertEqual(score, 0.0)
         self.assertIn("boom requested", info["Error"])
         self.assertNotIn("Output", info)
@@ -448,27 +424,36 @@ class ApiTests:
         run = lambda candidate, example: candidate + example["w"]  # noqa: E731
         batch = sc.gepa_batch_evaluator(self.client(), run, to_case=lambda c, ex, out: {"input": ex, "expected": {"label": ex["want"]}})
         pairs = [("x", {"w": "1", "want": "x1"}), ("x", {"w": "2", "want": "nope"}), ("y", {"w": "3", "want": "y3"})]
-        counting = batch.client
-        got = EvalServerStandin(None, batch).evaluate_batch(pairs)
+        got = batch(pairs)
         self.assertEqual([s for s, _ in got], [1.0, 0.0, 1.0])
         self.assertEqual(got[1][1]["Output"], "x2")
-        self.assertIs(counting, batch.client)
+
+    def test_verl_and_trl_adapters(self):
+        # the peers' call shapes (test_peers.py runs their quoted code)
+        to_case = lambda ds, sol, gt, ei: {"input": {"ds": ds}, "output": sol, "expected": {"label": gt}}  # noqa: E731
+        verl = sc.verl_compute_score(self.client(), to_case=to_case)
+        self.assertEqual(verl(data_source="d", solution_str="a", ground_truth="a", extra_info={"index": 1}), 1.0)
+        self.assertEqual(verl(data_source="d", solution_str="boom", ground_truth="a", extra_info=None), 0.0)
+        trl = sc.trl_reward_func(self.client())
+        logged = {}
+        got = trl(prompts=["p1", "p2"], completions=["x", [{"role": "assistant", "content": "y"}]], completion_ids=[[1], [2]], label=["x", "z"], log_extra=lambda c, v: logged.setdefault(c, v))
+        self.assertEqual(got, [1.0, 0.0])
+        self.assertEqual(logged["skynet_feedback"], ["Correct.", "Expected 'z', got 'y'."])
+
+        async def both():
+            a = sc.verl_compute_score(self.url, asynchronous=True, to_case=to_case, token=self.token)
+            b = sc.trl_reward_func(self.url, asynchronous=True, token=self.token)
+            return await a(data_source="d", solution_str="a", ground_truth="a"), await b(prompts=["p"], completions=["q"], label=["q"])
+
+        self.assertEqual(asyncio.run(both()), (1.0, [1.0]))
 
 
-# ------------------------------------------------------------ peer stand-ins
-
-
-def import_dspy_standin():
-    if DSPY_STANDIN not in sys.path:
-        sys.path.insert(0, DSPY_STANDIN)
-    sys.modules.pop("dspy", None) if sys.modules.get("dspy", 1) is None else None
-    import dspy
-
-    return dspy
+# ------------------------------------------------------------ helpers
 
 
 class ExampleLike:
-    """A minimal gold example with inputs()/labels() (no dspy at all)."""
+    """A gold example with inputs()/labels() and items(), as the adapter
+    reads a dspy.Example (no dspy needed)."""
 
     def __init__(self, store, inputs):
         self.store, self.keys = store, inputs
@@ -478,63 +463,6 @@ class ExampleLike:
 
     def labels(self):
         return {k: v for k, v in self.store.items() if k not in self.keys}
-
-
-def gepa_feedback_fn(metric, module_inputs, module_outputs, pred_name):
-    """dspy/teleprompt/gepa/gepa.py, GEPA.compile.feedback_fn_creator's
-    feedback_fn: the metric's five-argument call and what it does with the
-    answer."""
-    captured_trace = []
-    trace_for_pred = [(None, {}, {})]
-    o = metric(module_inputs, module_outputs, captured_trace, pred_name, trace_for_pred)
-    if hasattr(o, "feedback"):
-        if o["feedback"] is None:
-            o["feedback"] = f"This trajectory got a score of {o['score']}."
-        return o
-    return dict(score=o, feedback=f"This trajectory got a score of {o}.")
-
-
-def extract_score_and_objective_scores(dspy, score):
-    """dspy/teleprompt/gepa/gepa_utils.py, _extract_score_and_objective_scores."""
-    if isinstance(score, dspy.Prediction):
-        return score.score, dict(score.get("objective_scores") or {})
-    return score, {}
-
-
-class EvalServerStandin:
-    """gepa src/gepa/oa/eval_server.py: how EvalServer calls evaluator= and
-    batch_evaluator= (_normalize_eval_fn, _normalize_batch_fn,
-    _normalize_result), without budgets or tracking."""
-
-    def __init__(self, fn, batch_fn=None):
-        if fn is not None:
-            sig = inspect.signature(fn)
-            has_var_keyword = any(p.kind == inspect.Parameter.VAR_KEYWORD for p in sig.parameters.values())
-            self.accepted = None if has_var_keyword else set(sig.parameters)
-        self.fn, self.batch_fn = fn, batch_fn
-
-    @staticmethod
-    def normalize(result):
-        if isinstance(result, (tuple, list)):
-            items = list(result)
-            info = items[2] if len(items) > 2 else items[1] if len(items) == 2 else None
-            return float(items[0]), dict(info) if info else {}
-        return float(result), {}
-
-    def evaluate(self, candidate, example=None, **kwargs):
-        if self.accepted is not None:
-            kwargs = {k: v for k, v in kwargs.items() if k in self.accepted}
-        if example is not None:
-            return self.normalize(self.fn(candidate, example, **kwargs))
-        return self.normalize(self.fn(candidate, **kwargs))
-
-    def evaluate_batch(self, pairs, opt_states=None):
-        sig = inspect.signature(self.batch_fn)
-        accepts = "opt_states" in sig.parameters or any(p.kind == inspect.Parameter.VAR_KEYWORD for p in sig.parameters.values())
-        kwargs = {"opt_states": opt_states} if accepts and opt_states is not None else {}
-        results = list(self.batch_fn(list(pairs), **kwargs))
-        assert len(results) == len(pairs)
-        return [self.normalize(r) for r in results]
 
 
 class CountingClient(Client):
@@ -730,7 +658,7 @@ class Python39Test(unittest.TestCase):
     UNION = re.compile(r"(?<![=!<>])\b\w+\s*\|\s*None\b|\bNone\s*\|\s*\w")
 
     def test_python39_syntax(self):
-        for name in ("skynet_client.py", "test_skynet_client.py", os.path.join("testdata", "metric.py")):
+        for name in (os.path.join("skynet_client", "__init__.py"), "test_skynet_client.py", os.path.join("testdata", "metric.py")):
             with open(os.path.join(HERE, name), encoding="utf-8") as f:
                 src = f.read()
             ast.parse(src, filename=name, feature_version=(3, 9))

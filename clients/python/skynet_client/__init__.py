@@ -1,6 +1,8 @@
 """Client for ``skynet serve``: score cases over HTTP, from Python 3.9+, stdlib only.
 
-One file: copy it next to your code or put its folder on ``PYTHONPATH``.
+Install it (``pip install ./clients/python``, or from the repository URL with
+``#subdirectory=clients/python``), or copy this one file next to your code as
+``skynet_client.py``: it imports nothing outside the standard library.
 
     from skynet_client import Client
     c = Client("http://127.0.0.1:8765")          # token=..., or env SKYNET_TOKEN / SKYNET_SERVE_TOKEN
@@ -10,11 +12,15 @@ One file: copy it next to your code or put its folder on ``PYTHONPATH``.
 
 ``Client`` (threads) and ``AsyncClient`` (asyncio) speak the server's API:
 ``POST /v1/score`` (JSON, or NDJSON streamed), ``POST /v1/rewards`` (OpenRLHF's
-remote reward shape), ``GET /healthz``, ``GET /metrics``. Adapters turn a
-server into a DSPy metric (:func:`dspy_metric`) or a GEPA ``optimize_anything``
-evaluator (:func:`gepa_evaluator`, :func:`gepa_batch_evaluator`); OpenRLHF needs
-no adapter, only the URL of ``/v1/rewards``. See README.md beside this file.
+remote reward shape), ``GET /healthz``, ``GET /metrics``. Adapters plug a
+server into the peers' own calls: DSPy (:func:`dspy_metric`), GEPA's
+``optimize_anything`` (:func:`gepa_evaluator`, :func:`gepa_batch_evaluator`),
+verl (:func:`verl_compute_score`) and TRL (:func:`trl_reward_func`); OpenRLHF
+needs no adapter, only the URL of ``/v1/rewards``. See README.md in
+clients/python.
 """
+
+from __future__ import annotations
 
 import asyncio
 import email.utils
@@ -27,6 +33,7 @@ import threading
 import time
 import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any, AsyncIterator, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 __all__ = [
     "Client",
@@ -36,14 +43,21 @@ __all__ = [
     "dspy_metric",
     "gepa_evaluator",
     "gepa_batch_evaluator",
+    "verl_compute_score",
+    "trl_reward_func",
 ]
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 DEFAULT_CHUNK = 500  # cases per request
 DEFAULT_RETRIES = 5  # 429/503 answers retried per request
 MAX_WAIT = 30.0  # longest Retry-After honoured, seconds
 _CASE_KEYS = ("id", "input", "output", "expected", "observation")
+
+Case = Dict[str, Any]
+"""A case: a case-file line as a dict (``input``, ``output``, optional ``id``, ``expected``, ``observation``)."""
+Result = Dict[str, Any]
+"""A result: the results-file line of a case (``id``, ``score``, ``feedback``, ``scores``, ``error``, ``ms``...)."""
 
 
 class SkynetError(Exception):
@@ -55,7 +69,7 @@ class SkynetError(Exception):
     ``Retry-After`` header (429/503) or ``None``, ``url`` the request's URL.
     """
 
-    def __init__(self, message, status=None, body="", url="", retry_after=None):
+    def __init__(self, message: str, status: Optional[int] = None, body: str = "", url: str = "", retry_after: Optional[float] = None) -> None:
         self.status = status
         self.message = message
         self.body = body
@@ -66,21 +80,88 @@ class SkynetError(Exception):
         super().__init__(f"skynet: {head}{message}{where}")
 
 
-class ScoreWithFeedback(dict):
-    """What :func:`dspy_metric` returns for GEPA's feedback calls when DSPy is
-    not importable: a dict with ``score`` and ``feedback`` (and
-    ``objective_scores`` when the metric gave named scores), readable as
-    ``o.score`` or ``o["score"]``, and usable as a number (``float(o)``).
-    With DSPy importable a real ``dspy.Prediction`` is returned instead."""
+class _ScoreNumber:
+    """Number behaviour from a ``score`` field, as ``dspy.Prediction`` has it
+    (float(), +, /, comparisons), plus truth: a score of 0 is false, so
+    ``if metric(gold, pred, trace):`` (DSPy's bootstrapping without a
+    threshold) keeps only the demos that scored."""
 
-    def __getattr__(self, key):
+    def _score(self) -> float:
+        return float(self["score"])
+
+    def __float__(self) -> float:
+        return self._score()
+
+    def __bool__(self) -> bool:
+        return bool(self._score())
+
+    def __add__(self, other):
+        return self._score() + float(other)
+
+    def __radd__(self, other):
+        return float(other) + self._score()
+
+    def __truediv__(self, other):
+        return self._score() / float(other)
+
+    def __rtruediv__(self, other):
+        return float(other) / self._score()
+
+    def __lt__(self, other):
+        return self._score() < float(other)
+
+    def __le__(self, other):
+        return self._score() <= float(other)
+
+    def __gt__(self, other):
+        return self._score() > float(other)
+
+    def __ge__(self, other):
+        return self._score() >= float(other)
+
+
+class ScoreWithFeedback(_ScoreNumber, dict):
+    """What :func:`dspy_metric` returns where DSPy is not importable: a dict
+    with ``score``, ``feedback`` and, when the metric gave named scores,
+    ``objective_scores``; readable as ``o.score`` or ``o["score"]``, and
+    usable as a number (``float(o)``, ``sum``, comparisons, truth). With DSPy
+    importable a ``dspy.Prediction`` with the same fields and behaviour is
+    returned instead."""
+
+    def __getattr__(self, key: str) -> Any:
         try:
             return self[key]
         except KeyError:
             raise AttributeError(key) from None
 
-    def __float__(self):
-        return float(self["score"])
+
+_DSPY_PREDICTION = None  # the dspy.Prediction subclass, made once DSPy is imported
+
+
+def _dspy_prediction_class():
+    """DSPyScore: dspy.Prediction with the truth of its score (see
+    _ScoreNumber), made on first use so that DSPy is imported only when a
+    DSPy caller runs. It is this module's DSPyScore (module __getattr__), so
+    it pickles."""
+    global _DSPY_PREDICTION
+    if _DSPY_PREDICTION is None:
+        import dspy
+
+        class DSPyScore(dspy.Prediction):
+            __doc__ = "dspy.Prediction(score=..., feedback=..., objective_scores=...) that is as true as its score."
+
+            def __bool__(self) -> bool:
+                return bool(float(self))
+
+        DSPyScore.__module__, DSPyScore.__qualname__ = __name__, "DSPyScore"
+        _DSPY_PREDICTION = DSPyScore
+    return _DSPY_PREDICTION
+
+
+def __getattr__(name: str) -> Any:
+    if name == "DSPyScore":
+        return _dspy_prediction_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # ---------------------------------------------------------------- helpers
@@ -105,10 +186,11 @@ def _base_url(url):
     return parts.scheme, parts.hostname, parts.port, path
 
 
-def _jsonable(value):
-    """json.dumps' default: DSPy/pydantic objects become dicts, sets lists,
-    bytes text; anything else its str()."""
-    for name in ("toDict", "model_dump", "to_dict"):
+def _jsonable(value: Any) -> Any:
+    """json.dumps' default: DSPy/pydantic objects become dicts, numpy arrays
+    and scalars lists and numbers, sets lists, bytes text; anything else its
+    str()."""
+    for name in ("toDict", "model_dump", "to_dict", "tolist"):
         fn = getattr(value, name, None)
         if callable(fn):
             try:
@@ -162,11 +244,55 @@ def _prepare(cases):
     return out
 
 
-def _chunks(items, size):
-    if size is None or size < 1:
-        raise ValueError(f"skynet: chunk_size must be >= 1, got {size!r}")
-    for i in range(0, len(items), size):
-        yield items[i : i + size]
+class _Chunks:
+    """Chunks of items, size at a time, each for one request. A request
+    refused with 413 (over the server's --max-body or --max-inflight) is
+    reported with refused(): its chunk comes again halved, down to one case,
+    and the rest follow at the size that passed.
+
+        chunks = _Chunks(items, size)
+        for chunk in chunks:
+            try:
+                send(chunk)
+            except SkynetError as e:
+                chunks.refused(e, chunk)
+    """
+
+    def __init__(self, items, size):
+        if size is None or size < 1:
+            raise ValueError(f"skynet: chunk_size must be >= 1, got {size!r}")
+        self.items, self.size, self.i, self.again = items, size, 0, False
+
+    def __iter__(self):
+        while self.i < len(self.items):
+            chunk = self.items[self.i : self.i + self.size]
+            self.again = False
+            yield chunk
+            if not self.again:
+                self.i += len(chunk)
+
+    def refused(self, err, chunk):
+        """Halves the size after a 413 so that chunk is sent again smaller;
+        raises err when it is no 413 or chunk is one case."""
+        if err.status != 413 or len(chunk) <= 1:
+            raise err
+        self.size, self.again = max(1, len(chunk) // 2), True
+
+
+def _float_scores(result):
+    """A result with its score and named scores as floats: the server's JSON
+    writes a whole score as 1, which Python reads as an int, and an int
+    reward breaks torch code (an int64 tensor has no std())."""
+    if isinstance(result, dict):
+        v = result.get("score")
+        if isinstance(v, int) and not isinstance(v, bool):
+            result["score"] = float(v)
+        named = result.get("scores")
+        if isinstance(named, dict):
+            for k, v in named.items():
+                if isinstance(v, int) and not isinstance(v, bool):
+                    named[k] = float(v)
+    return result
 
 
 def _retry_after(value):
@@ -237,7 +363,16 @@ class Client:
     server's ``Retry-After`` (capped at ``max_wait`` seconds; 1 s when absent).
     """
 
-    def __init__(self, url, token=None, timeout=None, *, chunk_size=DEFAULT_CHUNK, retries=DEFAULT_RETRIES, max_wait=MAX_WAIT):
+    def __init__(
+        self,
+        url: str,
+        token: Optional[str] = None,
+        timeout: Optional[float] = None,
+        *,
+        chunk_size: int = DEFAULT_CHUNK,
+        retries: int = DEFAULT_RETRIES,
+        max_wait: float = MAX_WAIT,
+    ) -> None:
         self.scheme, self.host, self.port, self.prefix = _base_url(url)
         self.url = f"{self.scheme}://{self.host}{':' + str(self.port) if self.port else ''}{self.prefix}"
         if token is None:  # the client's variable, else the one skynet serve reads
@@ -277,7 +412,7 @@ class Client:
                 if conn in self._conns:
                     self._conns.remove(conn)
 
-    def close(self):
+    def close(self) -> None:
         """Closes every connection this client opened (any thread's)."""
         with self._lock:
             conns, self._conns = self._conns, []
@@ -291,10 +426,10 @@ class Client:
         except Exception:
             pass
 
-    def __enter__(self):
+    def __enter__(self) -> "Client":
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> None:
         self.close()
 
     def _headers(self, content_type=None, accept="application/json"):
@@ -320,8 +455,17 @@ class Client:
             conn = self._conn()
             reused = conn.sock is not None
             try:
-                conn.request(method, self.prefix + path, body=data, headers=headers or self._headers())
-                resp = conn.getresponse()
+                try:
+                    conn.request(method, self.prefix + path, body=data, headers=headers or self._headers())
+                except (BrokenPipeError, ConnectionResetError):
+                    # The server answered before reading the whole body (a
+                    # 413 past --max-body) and closed: its reply is still
+                    # there to read, and it is what the caller needs.
+                    resp = self._early_reply(conn)
+                    if resp is None:
+                        raise
+                else:
+                    resp = conn.getresponse()
                 resp.skynet_conn = conn
                 return resp
             except http.client.ImproperConnectionState:
@@ -346,6 +490,17 @@ class Client:
                 self._drop()
                 raise
         raise AssertionError("unreachable")
+
+    @staticmethod
+    def _early_reply(conn):
+        """The reply a server sent before it stopped reading our request, or
+        None when there is none to read."""
+        try:
+            resp = conn.getresponse()
+        except (OSError, http.client.HTTPException):
+            return None
+        resp.will_close = True  # the server closes this connection
+        return resp
 
     def _read(self, resp, url):
         try:
@@ -396,61 +551,72 @@ class Client:
 
     # -- API
 
-    def score(self, cases, *, chunk_size=None):
+    def score(self, cases: Iterable[Case], *, chunk_size: Optional[int] = None) -> List[Result]:
         """Scores cases (dicts with "input", "output", optional "id",
         "expected", "observation") and returns one result dict per case, in
-        order: {"id", "score", "feedback", "scores", "error", "ms", ...}.
-        A case whose metric failed is a result with "error" set, not an
-        exception; SkynetError is for the request itself (4xx/5xx, no
-        server). Sent as JSON, chunk_size cases a request."""
+        order: {"id", "score", "feedback", "scores", "error", "ms", ...},
+        "score" and the named "scores" as floats. A case whose metric failed
+        is a result with "error" set, not an exception; SkynetError is for
+        the request itself (4xx/5xx, no server). Sent as JSON, chunk_size
+        cases a request; a 413 halves the chunk until the server takes it,
+        and the rest of the call goes at that size."""
         prepared = _prepare(cases)
-        out = []
-        for chunk in _chunks(prepared, chunk_size or self.chunk_size):
-            out.extend(self._score_chunk(chunk))
+        out: List[Result] = []
+        chunks = _Chunks(prepared, chunk_size or self.chunk_size)
+        for chunk in chunks:
+            try:
+                out.extend(self._score_chunk(chunk))
+            except SkynetError as e:
+                chunks.refused(e, chunk)
         return out
 
     def _score_chunk(self, chunk):
         path = "/v1/score"
-        try:
-            text = self._call("POST", path, _dumps({"cases": chunk}, "a case"), self._headers("application/json"))
-        except SkynetError as e:
-            if e.status == 413 and len(chunk) > 1:  # too large: halve it
-                half = len(chunk) // 2
-                return self._score_chunk(chunk[:half]) + self._score_chunk(chunk[half:])
-            raise
+        text = self._call("POST", path, _dumps({"cases": chunk}, "a case"), self._headers("application/json"))
         doc = self._json(text, path)
         results = doc.get("results") if isinstance(doc, dict) else None
         _check_results(results, chunk, self.url + path)
+        for res in results:
+            _float_scores(res)
         return results
 
-    def iter_score(self, cases, *, chunk_size=None):
+    def iter_score(self, cases: Iterable[Case], *, chunk_size: Optional[int] = None) -> Iterator[Result]:
         """Like score(), but sends NDJSON and yields each result as its line
         arrives (the server streams them in case order)."""
         prepared = _prepare(cases)
-        for chunk in _chunks(prepared, chunk_size or self.chunk_size):
-            yield from self._stream_chunk(chunk)
+        yield from self._stream(prepared, chunk_size or self.chunk_size)
 
-    def _stream_chunk(self, chunk, retries=None):
+    def _stream(self, prepared, size, retries=None):
+        chunks = _Chunks(prepared, size)
+        for chunk in chunks:
+            try:
+                resp = self._stream_open(chunk, retries)
+            except SkynetError as e:
+                chunks.refused(e, chunk)
+                continue
+            yield from self._stream_read(resp, chunk)
+
+    def _stream_open(self, chunk, retries=None):
+        """Sends chunk as NDJSON and returns the reply once it is a 200, with
+        the retry policy; a 413 is raised for _Chunks to halve."""
         retries = self.retries if retries is None else retries
         path = "/v1/score"
-        url = self.url + path
         body = "".join(_dumps(c, "a case") + "\n" for c in chunk)
         headers = self._headers("application/x-ndjson", accept="application/x-ndjson")
         for attempt in range(retries + 1):
             resp = self._open("POST", path, body, headers)
             if resp.status == 200:
-                break
-            text = self._read(resp, url)
-            err = self._error(resp.status, resp.headers, text, path)
-            if err.status == 413 and len(chunk) > 1:
-                half = len(chunk) // 2
-                yield from self._stream_chunk(chunk[:half], retries)
-                yield from self._stream_chunk(chunk[half:], retries)
-                return
+                return resp
+            err = self._error(resp.status, resp.headers, self._read(resp, self.url + path), path)
             wait = self._wait(err)
             if wait is None or attempt == retries:
                 raise err
             time.sleep(wait)
+        raise AssertionError("unreachable")
+
+    def _stream_read(self, resp, chunk):
+        """The results of chunk as their lines stream in."""
+        url = self.url + "/v1/score"
         n = 0
         conn = resp.skynet_conn
         self._local.streaming = resp
@@ -474,7 +640,7 @@ class Client:
                     raise SkynetError(f"the server streamed more than {len(chunk)} result(s)", status=200, url=url)
                 _check_results([res], chunk[n : n + 1], url)
                 n += 1
-                yield res
+                yield _float_scores(res)
         except BaseException:
             self._drop(conn)  # the reply was not read to its end
             raise
@@ -483,7 +649,7 @@ class Client:
         if n != len(chunk):
             raise SkynetError(f"the stream ended after {n} of {len(chunk)} result(s)", status=200, url=url)
 
-    def rewards(self, queries, prompts=None, labels=None):
+    def rewards(self, queries: Iterable[str], prompts: Optional[Iterable[str]] = None, labels: Optional[Iterable[Any]] = None) -> Dict[str, Any]:
         """OpenRLHF's remote reward call: POST /v1/rewards with
         {"query", "prompts", "labels"} (prompts or labels left out when None:
         the server then scores each query whole, without expected), returning the server's reply dict ({"rewards", "scores",
@@ -503,7 +669,7 @@ class Client:
             raise SkynetError(f"the reply has no {len(queries)} rewards: {str(doc)[:200]}", url=self.url + path)
         return doc
 
-    def health(self):
+    def health(self) -> Tuple[Optional[int], str]:
         """GET /healthz: (status, text); status None when unreachable."""
         try:
             r = self._once("GET", "/healthz", headers=self._headers(accept="*/*"))
@@ -511,13 +677,15 @@ class Client:
             return None, str(e)
         return r.status, r.body
 
-    def healthy(self):
+    def healthy(self) -> bool:
         """True when /healthz answers 200 (loaded, not draining)."""
         return self.health()[0] == 200
 
-    def wait_ready(self, timeout=60.0, interval=0.1):
-        """Polls /healthz until it answers 200; SkynetError after timeout
-        seconds, naming the last answer."""
+    def wait_ready(self, timeout: float = 60.0, interval: float = 0.1) -> bool:
+        """Polls /healthz until it answers 200, through 503 "loading" (the
+        metric still importing) and a refused connection (the server still
+        starting); SkynetError after timeout seconds, naming the last
+        answer."""
         deadline = time.monotonic() + timeout
         while True:
             status, text = self.health()
@@ -527,7 +695,7 @@ class Client:
                 raise SkynetError(f"not ready after {timeout}s: last /healthz: {status if status is not None else ''} {text.strip()[:200]}".replace("  ", " "), status=status, url=self.url + "/healthz")
             time.sleep(min(interval, max(0.0, deadline - time.monotonic())))
 
-    def metrics(self):
+    def metrics(self) -> str:
         """GET /metrics: the Prometheus text."""
         return self._call("GET", "/metrics", headers=self._headers(accept="text/plain"))
 
@@ -548,7 +716,17 @@ class AsyncClient:
     stops waiting but lets that HTTP request finish in its thread.
     """
 
-    def __init__(self, url, token=None, timeout=None, *, chunk_size=DEFAULT_CHUNK, retries=DEFAULT_RETRIES, max_wait=MAX_WAIT, max_workers=16):
+    def __init__(
+        self,
+        url: str,
+        token: Optional[str] = None,
+        timeout: Optional[float] = None,
+        *,
+        chunk_size: int = DEFAULT_CHUNK,
+        retries: int = DEFAULT_RETRIES,
+        max_wait: float = MAX_WAIT,
+        max_workers: int = 16,
+    ) -> None:
         self.sync = Client(url, token, timeout, chunk_size=chunk_size, retries=0, max_wait=max_wait)
         self.url = self.sync.url
         self.retries = retries
@@ -572,15 +750,19 @@ class AsyncClient:
                 await asyncio.sleep(wait)
         raise AssertionError("unreachable")
 
-    async def score(self, cases, *, chunk_size=None):
+    async def score(self, cases: Iterable[Case], *, chunk_size: Optional[int] = None) -> List[Result]:
         """As Client.score; chunks go one after another."""
         prepared = _prepare(cases)
-        out = []
-        for chunk in _chunks(prepared, chunk_size or self.sync.chunk_size):
-            out.extend(await self._retrying(self.sync._score_chunk, chunk))
+        out: List[Result] = []
+        chunks = _Chunks(prepared, chunk_size or self.sync.chunk_size)
+        for chunk in chunks:
+            try:
+                out.extend(await self._retrying(self.sync._score_chunk, chunk))
+            except SkynetError as e:
+                chunks.refused(e, chunk)
         return out
 
-    async def iter_score(self, cases, *, chunk_size=None):
+    async def iter_score(self, cases: Iterable[Case], *, chunk_size: Optional[int] = None) -> AsyncIterator[Result]:
         """As Client.iter_score, an async generator of results."""
         prepared = _prepare(cases)
         loop = asyncio.get_running_loop()
@@ -596,12 +778,11 @@ class AsyncClient:
 
         def pump():
             try:
-                for chunk in _chunks(prepared, chunk_size or self.sync.chunk_size):
-                    # retried here with blocking waits: this thread is the stream's
-                    for res in self.sync._stream_chunk(chunk, retries=self.retries):
-                        if stop.is_set():
-                            return
-                        put((res, None))
+                # retried here with blocking waits: this thread is the stream's
+                for res in self.sync._stream(prepared, chunk_size or self.sync.chunk_size, retries=self.retries):
+                    if stop.is_set():
+                        return
+                    put((res, None))
             except BaseException as e:  # handed to the awaiting side
                 put((done, e))
                 return
@@ -619,16 +800,16 @@ class AsyncClient:
         finally:
             stop.set()  # the pump stops at its next result and closes that connection
 
-    async def rewards(self, queries, prompts=None, labels=None):
+    async def rewards(self, queries: Iterable[str], prompts: Optional[Iterable[str]] = None, labels: Optional[Iterable[Any]] = None) -> Dict[str, Any]:
         return await self._retrying(self.sync.rewards, queries, prompts, labels)
 
-    async def health(self):
+    async def health(self) -> Tuple[Optional[int], str]:
         return await self._run(self.sync.health)
 
-    async def healthy(self):
+    async def healthy(self) -> bool:
         return await self._run(self.sync.healthy)
 
-    async def wait_ready(self, timeout=60.0, interval=0.1):
+    async def wait_ready(self, timeout: float = 60.0, interval: float = 0.1) -> bool:
         deadline = time.monotonic() + timeout
         while True:
             status, text = await self.health()
@@ -638,28 +819,28 @@ class AsyncClient:
                 raise SkynetError(f"not ready after {timeout}s: last /healthz: {status} {text.strip()[:200]}", status=status, url=self.url + "/healthz")
             await asyncio.sleep(min(interval, max(0.0, deadline - time.monotonic())))
 
-    async def metrics(self):
+    async def metrics(self) -> str:
         return await self._retrying(self.sync.metrics)
 
-    async def aclose(self):
+    async def aclose(self) -> None:
         self._pool.shutdown(wait=False)
         self.sync.close()
 
-    def close(self):
+    def close(self) -> None:
         self._pool.shutdown(wait=False)
         self.sync.close()
 
-    async def __aenter__(self):
+    async def __aenter__(self) -> "AsyncClient":
         return self
 
-    async def __aexit__(self, *exc):
+    async def __aexit__(self, *exc: Any) -> None:
         await self.aclose()
 
 
 # ---------------------------------------------------------------- adapters
 
 
-def _client(client_or_url, token=None, timeout=None):
+def _client(client_or_url: Union[str, "Client", "AsyncClient"], token: Optional[str] = None, timeout: Optional[float] = None) -> Client:
     if isinstance(client_or_url, Client):
         return client_or_url
     if isinstance(client_or_url, AsyncClient):
@@ -667,19 +848,31 @@ def _client(client_or_url, token=None, timeout=None):
     return Client(client_or_url, token=token, timeout=timeout)
 
 
-def _as_dict(obj):
+def _async_client(client_or_url: Union[str, "Client", "AsyncClient"], token: Optional[str] = None, timeout: Optional[float] = None) -> AsyncClient:
+    if isinstance(client_or_url, AsyncClient):
+        return client_or_url
+    if isinstance(client_or_url, Client):
+        c = client_or_url
+        return AsyncClient(c.url, c.token, c.timeout, chunk_size=c.chunk_size, retries=c.retries, max_wait=c.max_wait)
+    return AsyncClient(client_or_url, token=token, timeout=timeout)
+
+
+def _fields(obj: Any) -> Dict[str, Any]:
+    """A plain dict of an Example, Prediction or mapping, without DSPy's
+    internal fields ("dspy_uuid", "dspy_split": dspy.datasets adds them to
+    every example, and Example.keys() leaves them out too)."""
     if obj is None:
         return {}
-    if isinstance(obj, dict):
-        return dict(obj)
-    if hasattr(obj, "toDict"):
-        return dict(obj.toDict())
     if hasattr(obj, "items"):
-        return dict(obj.items())
-    return dict(obj)
+        items = obj.items()
+    elif hasattr(obj, "toDict"):
+        items = obj.toDict().items()
+    else:
+        items = dict(obj).items()
+    return {k: v for k, v in items if not (isinstance(k, str) and k.startswith("dspy_"))}
 
 
-def _outcome(result, failure_score):
+def _outcome(result: Result, failure_score: Any) -> Tuple[Any, str, Dict[str, float], Optional[str]]:
     """(score, feedback, named scores, error text or None) of one result. A
     failed case (error set) scores failure_score; its feedback is the
     server's, else "kind: message"."""
@@ -687,6 +880,8 @@ def _outcome(result, failure_score):
     score = result.get("score")
     if err or not isinstance(score, (int, float)) or isinstance(score, bool) or not math.isfinite(score):
         score = failure_score
+    elif score is not None:
+        score = float(score)
     feedback = result.get("feedback")
     feedback = feedback if isinstance(feedback, str) else ""
     message = None
@@ -698,35 +893,58 @@ def _outcome(result, failure_score):
             message = str(err)
         feedback = feedback or message
     scores = result.get("scores") if isinstance(result.get("scores"), dict) else {}
-    return float(score), feedback, dict(scores), message
+    return score, feedback, {k: float(v) for k, v in scores.items()}, message
 
 
-def dspy_metric(client_or_url, *, token=None, timeout=None, failure_score=0.0, raise_errors=False, objective_scores=True):
+def _dspy_case(gold: Any, pred: Any) -> Case:
+    """The case of a DSPy metric call, as skynet.dspy_metric builds it in a
+    worker: input = gold.inputs(), expected = gold.labels() (None when
+    empty), output = the prediction's one field, or a dict of its fields."""
+    output = _fields(pred)
+    if len(output) == 1:
+        output = next(iter(output.values()))
+    return {"input": _fields(gold.inputs()), "output": output, "expected": _fields(gold.labels()) or None}
+
+
+def dspy_metric(
+    client_or_url: Union[str, Client, AsyncClient],
+    *,
+    token: Optional[str] = None,
+    timeout: Optional[float] = None,
+    failure_score: float = 0.0,
+    raise_errors: bool = False,
+    objective_scores: bool = True,
+) -> Callable[..., Any]:
     """A DSPy metric scored by the server (DSPy itself is not needed to build it).
 
-    Returns ``metric(gold, pred, trace=None, pred_name=None, pred_trace=None)``,
-    the signature DSPy's callers use: ``dspy.Evaluate`` calls
-    ``metric(example, prediction)``, bootstrapping ``metric(example,
-    prediction, trace)`` (both get a float), and ``dspy.GEPA`` checks that
-    the metric binds five positional arguments and calls ``metric(gold, pred,
-    trace, pred_name, pred_trace)`` for feedback: then (pred_name or
-    pred_trace given) it gets ``dspy.Prediction(score=..., feedback=...)``
-    plus ``objective_scores`` (the metric's named scores) when there are any
-    and ``objective_scores`` is true, or, where ``dspy`` does not import, a
-    :class:`ScoreWithFeedback` dict with the same keys.
+    Returns ``metric(gold, pred, trace=None, pred_name=None, pred_trace=None,
+    program_trace=None)``, DSPy's GEPA metric signature, and answers every
+    call form the same way: a ``dspy.Prediction`` with ``score`` (a float),
+    ``feedback`` and, when the metric gave named scores and
+    ``objective_scores`` is true, ``objective_scores``. DSPy reads it in each
+    of its callers: ``dspy.Evaluate`` (``metric(example, prediction)``) and
+    bootstrapping (``metric(example, prediction, trace)``) through its
+    number behaviour (``float()``, ``+``, comparisons; its truth is its
+    score's, so a 0 is no success); ``dspy.GEPA`` takes ``objective_scores``
+    from those same calls (``_extract_score_and_objective_scores``) and
+    ``feedback`` from its five-argument calls and from calls with
+    ``trace``, ``pred_name`` and ``pred_trace`` all None (``dspy.Flex``
+    programs). Where ``dspy`` does not import, a :class:`ScoreWithFeedback`
+    with the same fields and behaviour.
 
-    The case sent is the one ``skynet.dspy_metric`` builds in-process:
-    ``input`` = ``gold.inputs()``, ``expected`` = ``gold.labels()`` (None when
-    empty), ``output`` = the prediction's one output field, or a dict of its
-    fields when it has several. A case whose metric failed scores
-    ``failure_score`` with the error as feedback (``raise_errors=True`` raises
-    SkynetError instead). GEPA asks again for each predictor on the same gold
-    and prediction: the result is remembered (by object identity, up to 4096
-    pairs) so the server scores each pair once.
+    The case sent is the one ``skynet.dspy_metric`` builds in a worker:
+    ``input`` = ``gold.inputs()``, ``expected`` = ``gold.labels()`` (None
+    when empty), ``output`` = the prediction's one output field, or a dict of
+    its fields when it has several; DSPy's internal ``dspy_*`` fields are
+    left out. A case whose metric failed scores ``failure_score`` with the
+    error as feedback (``raise_errors=True`` raises SkynetError instead).
+    GEPA asks again for each predictor on the same gold and prediction: the
+    result is remembered (by object identity, up to 4096 pairs) so the
+    server scores each pair once.
     """
     client = _client(client_or_url, token, timeout)
-    memo = {}
-    keep = []  # the memo holds its keys' objects so their ids stay theirs
+    memo: Dict[Tuple[int, int], Any] = {}
+    keep: List[Any] = []  # the memo holds its keys' objects so their ids stay theirs
     lock = threading.Lock()
 
     def judge(gold, pred):
@@ -735,11 +953,7 @@ def dspy_metric(client_or_url, *, token=None, timeout=None, failure_score=0.0, r
             hit = memo.get(key)
         if hit is not None:
             return hit
-        case = {"input": _as_dict(gold.inputs()), "expected": _as_dict(gold.labels()) or None}
-        fields = _as_dict(pred)
-        case["output"] = next(iter(fields.values())) if len(fields) == 1 else fields
-        result = client.score([case])[0]
-        outcome = _outcome(result, failure_score)
+        outcome = _outcome(client.score([_dspy_case(gold, pred)])[0], failure_score)
         if outcome[3] is not None and raise_errors:
             raise SkynetError(f"the metric failed: {outcome[3]}", url=client.url + "/v1/score")
         with lock:
@@ -750,18 +964,16 @@ def dspy_metric(client_or_url, *, token=None, timeout=None, failure_score=0.0, r
             memo[key] = outcome
         return outcome
 
-    def metric(gold, pred, trace=None, pred_name=None, pred_trace=None):
+    def metric(gold, pred, trace=None, pred_name=None, pred_trace=None, program_trace=None):
         score, feedback, scores, _ = judge(gold, pred)
-        if pred_name is None and pred_trace is None:
-            return score
         fields = {"score": score, "feedback": feedback}
         if scores and objective_scores:
             fields["objective_scores"] = scores
         try:
-            import dspy  # only when GEPA asks for feedback
+            prediction = _dspy_prediction_class()
         except ImportError:
             return ScoreWithFeedback(fields)
-        return dspy.Prediction(**fields)
+        return prediction(**fields)
 
     metric.__name__ = "skynet_metric"
     metric.client = client
@@ -803,7 +1015,16 @@ def _side_info(result, output, show_output, failure_score):
     return score, info
 
 
-def gepa_evaluator(client_or_url, run=None, *, to_case=None, token=None, timeout=None, failure_score=0.0, show_output=None):
+def gepa_evaluator(
+    client_or_url: Union[str, Client, AsyncClient],
+    run: Optional[Callable[..., Any]] = None,
+    *,
+    to_case: Optional[Callable[..., Case]] = None,
+    token: Optional[str] = None,
+    timeout: Optional[float] = None,
+    failure_score: float = 0.0,
+    show_output: Optional[bool] = None,
+) -> Callable[..., Tuple[float, Dict[str, Any]]]:
     """A GEPA ``optimize_anything`` evaluator scored by the server.
 
     Returns ``evaluate(candidate, example=None) -> (score, side_info)``, the
@@ -836,7 +1057,16 @@ def gepa_evaluator(client_or_url, run=None, *, to_case=None, token=None, timeout
     return evaluate
 
 
-def gepa_batch_evaluator(client_or_url, run=None, *, to_case=None, token=None, timeout=None, failure_score=0.0, show_output=None):
+def gepa_batch_evaluator(
+    client_or_url: Union[str, Client, AsyncClient],
+    run: Optional[Callable[..., Any]] = None,
+    *,
+    to_case: Optional[Callable[..., Case]] = None,
+    token: Optional[str] = None,
+    timeout: Optional[float] = None,
+    failure_score: float = 0.0,
+    show_output: Optional[bool] = None,
+) -> Callable[[Sequence[Tuple[Any, Any]]], List[Tuple[float, Dict[str, Any]]]]:
     """GEPA's ``batch_evaluator``: ``batch_evaluate(pairs) -> [(score,
     side_info), ...]`` for a list of ``(candidate, example)`` pairs, scored in
     one request (chunked by the client). Same mapping and side_info as
@@ -857,3 +1087,144 @@ def gepa_batch_evaluator(client_or_url, run=None, *, to_case=None, token=None, t
 
     batch_evaluate.client = client
     return batch_evaluate
+
+
+def verl_compute_score(
+    client_or_url: Union[str, Client, AsyncClient],
+    *,
+    asynchronous: bool = False,
+    to_case: Optional[Callable[..., Case]] = None,
+    token: Optional[str] = None,
+    timeout: Optional[float] = None,
+    failure_score: float = 0.0,
+) -> Callable[..., Any]:
+    """verl's custom reward function, scored by the server. In the file that
+    verl's ``custom_reward_function.path`` names::
+
+        from skynet_client import verl_compute_score
+        compute_score = verl_compute_score("http://HOST:8765")   # custom_reward_function.name: compute_score
+
+    verl's reward managers call ``compute_score(data_source=...,
+    solution_str=..., ground_truth=..., extra_info=...)``
+    (verl/workers/reward_manager/naive.py, NaiveRewardManager.__call__),
+    one sample a call; its reward loop awaits it when it is a coroutine
+    function (verl/experimental/reward_loop/reward_manager/naive.py,
+    run_single), which ``asynchronous=True`` returns. Extra keyword arguments
+    (``reward_router_address``...) are accepted and not sent.
+
+    The case: ``input`` = ``{"data_source": data_source, "extra_info":
+    extra_info}``, ``output`` = ``solution_str``, ``expected`` =
+    ``{"ground_truth": ground_truth}``; ``to_case(data_source, solution_str,
+    ground_truth, extra_info)`` returning a case dict replaces this. Returns
+    the score as a float, ``failure_score`` for a case whose metric failed.
+    """
+
+    def case_of(data_source, solution_str, ground_truth, extra_info):
+        if to_case is not None:
+            return dict(to_case(data_source, solution_str, ground_truth, extra_info))
+        return {"input": {"data_source": data_source, "extra_info": extra_info}, "output": solution_str, "expected": {"ground_truth": ground_truth}}
+
+    if asynchronous:
+        aclient = _async_client(client_or_url, token, timeout)
+
+        async def compute_score_async(data_source=None, solution_str=None, ground_truth=None, extra_info=None, **kwargs):
+            results = await aclient.score([case_of(data_source, solution_str, ground_truth, extra_info)])
+            return _outcome(results[0], failure_score)[0]
+
+        compute_score_async.client = aclient
+        return compute_score_async
+
+    client = _client(client_or_url, token, timeout)
+
+    def compute_score(data_source=None, solution_str=None, ground_truth=None, extra_info=None, **kwargs):
+        return _outcome(client.score([case_of(data_source, solution_str, ground_truth, extra_info)])[0], failure_score)[0]
+
+    compute_score.client = client
+    return compute_score
+
+
+# What TRL's GRPOTrainer passes a reward function besides the dataset's columns.
+_TRL_KWARGS = ("prompts", "completions", "completion_ids", "trainer_state", "log_extra", "log_metric", "environments")
+
+
+def _trl_text(completion: Any) -> Any:
+    """A completion's text: itself when it is a str, the content of its last
+    message when it is conversational (a list of {"role", "content"})."""
+    if isinstance(completion, list) and completion and isinstance(completion[-1], dict) and "content" in completion[-1]:
+        return completion[-1]["content"]
+    return completion
+
+
+def trl_reward_func(
+    client_or_url: Union[str, Client, AsyncClient],
+    *,
+    asynchronous: bool = False,
+    to_case: Optional[Callable[..., Case]] = None,
+    token: Optional[str] = None,
+    timeout: Optional[float] = None,
+    failure_score: Optional[float] = 0.0,
+    name: str = "skynet",
+) -> Callable[..., Any]:
+    """A TRL reward function scored by the server, one request a batch::
+
+        from skynet_client import trl_reward_func
+        trainer = GRPOTrainer(model=..., reward_funcs=[trl_reward_func("http://HOST:8765")], train_dataset=...)
+
+    GRPOTrainer calls ``reward_func(prompts=..., completions=...,
+    completion_ids=..., **columns)`` with every other dataset column as a
+    list (plus ``trainer_state``, ``log_extra``, ``log_metric``) and makes a
+    float32 tensor of the list returned; an ``async def`` one
+    (``asynchronous=True``) is awaited beside the others (trl/trainer/
+    grpo_trainer.py, GRPOTrainer._calculate_rewards).
+
+    Case i: ``input`` = ``{"prompt": prompts[i]}``, ``output`` = completion
+    i's text (a conversational completion: its last message's content),
+    ``expected`` = the dataset's other columns at row i (None when there are
+    none); ``to_case(prompt, completion, row)`` returning a case dict
+    replaces this. Returns one float a completion; a failed case's is
+    ``failure_score`` (None tells TRL the reward does not apply: NaN). With
+    TRL's ``log_extra``, each completion's feedback becomes the completions
+    table's column ``"<name>_feedback"``. ``name`` is the reward's name in
+    TRL's logs.
+    """
+
+    def cases_of(prompts, completions, kwargs):
+        n = len(completions)
+        columns = {k: v for k, v in kwargs.items() if k not in _TRL_KWARGS and isinstance(v, (list, tuple)) and len(v) == n}
+        cases = []
+        for i in range(n):
+            row = {k: v[i] for k, v in columns.items()}
+            prompt = prompts[i] if prompts is not None else None
+            if to_case is not None:
+                case = dict(to_case(prompt, completions[i], row))
+            else:
+                case = {"input": {"prompt": prompt}, "output": _trl_text(completions[i]), "expected": row or None}
+            case["id"] = str(i + 1)
+            cases.append(case)
+        return cases
+
+    def finish(results, kwargs):
+        outcomes = [_outcome(r, failure_score) for r in results]
+        log_extra = kwargs.get("log_extra")
+        if callable(log_extra):
+            log_extra(f"{name}_feedback", [o[1] for o in outcomes])
+        return [o[0] for o in outcomes]
+
+    if asynchronous:
+        aclient = _async_client(client_or_url, token, timeout)
+
+        async def reward_func_async(prompts=None, completions=None, **kwargs):
+            return finish(await aclient.score(cases_of(prompts, completions, kwargs)), kwargs)
+
+        reward_func_async.__name__ = reward_func_async.__qualname__ = name
+        reward_func_async.client = aclient
+        return reward_func_async
+
+    client = _client(client_or_url, token, timeout)
+
+    def reward_func(prompts=None, completions=None, **kwargs):
+        return finish(client.score(cases_of(prompts, completions, kwargs)), kwargs)
+
+    reward_func.__name__ = reward_func.__qualname__ = name
+    reward_func.client = client
+    return reward_func
