@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -15,14 +16,26 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/skynetml/skynet/internal/testenv"
 )
 
 const classesDir = "../../testdata/classes/"
 
 // metricClasses are testdata/classes' folders (its README), the slowest
 // first, so the bounded parallel run ends sooner.
-var metricClasses = []string{"signal_timeout", "mp_spawn", "sympy_equiv", "mp_fork", "numpy_stats", "async_gather",
-	"ctypes_libc", "stdlib_cext", "module_state", "crash_one"}
+var metricClasses = []string{"signal_timeout", "mp_spawn", "sympy_equiv", "mp_fork", "numpy_stats", "math_verify",
+	"async_gather", "ctypes_libc", "stdlib_cext", "module_state", "crash_one"}
+
+// classVenv are the classes that import packages of the pinned test venv
+// (build/python-test.lock): reference.py runs on its python, skynet with
+// VIRTUAL_ENV set to it, as a user of a venv runs both.
+var classVenv = map[string]bool{"math_verify": true}
+
+// classSignalVia is, by class, where the warning about a signal handler set
+// on a thread names it when the signal.signal call is in a package the
+// metric calls: the metric's line, then the package's.
+var classSignalVia = map[string]*regexp.Regexp{"math_verify": regexp.MustCompile(`metric\.py:\d+ \(via math_verify/utils\.py:\d+\) sets a signal handler \(signal\.signal\)`)}
 
 // classCrashes names the case that crashes the Python process, per class:
 // its reference runs on cases_nocrash.jsonl (the same cases without it).
@@ -195,6 +208,11 @@ func TestMetricClasses(t *testing.T) {
 					t.Skip(sympySkip)
 				}
 			}
+			refPython, env := python, []string(nil)
+			if classVenv[class] {
+				venv := testVenv(t, python)
+				refPython, env = filepath.Join(venv, "bin", "python"), []string{"VIRTUAL_ENV=" + venv}
+			}
 			slots <- struct{}{}
 			defer func() { <-slots }()
 
@@ -209,7 +227,7 @@ func TestMetricClasses(t *testing.T) {
 			}](t, cases) {
 				ids = append(ids, c.ID)
 			}
-			ref := reference(t, python, metric, refCases)
+			ref := reference(t, refPython, metric, refCases)
 			refByID := map[string]refLine{}
 			var refIDs []string
 			for _, r := range ref {
@@ -227,7 +245,7 @@ func TestMetricClasses(t *testing.T) {
 
 			for _, mode := range modes {
 				args := append([]string{"score", "--metric", metric, "--data", cases, "--timeout", "30s"}, mode.args...)
-				code, lines, stderr, took := runCLI(t, nil, args...)
+				code, lines, stderr, took := runCLIEnv(t, env, nil, args...)
 				t.Logf("skynet %s: exit %d in %.1fs", mode.name, code, took.Seconds())
 				var got []string
 				for _, r := range lines {
@@ -241,6 +259,10 @@ func TestMetricClasses(t *testing.T) {
 					wantCode = exitCheck // README, exit codes: a case crashed the Python process
 				}
 				assert.Equal(t, wantCode, code, "%s [%s]: exit code\nstderr: %s", class, mode.name, stderr)
+				if via := classSignalVia[class]; via != nil && mode.threads {
+					assert.Regexp(t, via, stderr, "%s [%s]: stderr should warn where the metric sets a signal handler on a thread", class, mode.name)
+					continue
+				}
 				if sigLine > 0 && mode.threads {
 					where := fmt.Sprintf("metric.py:%d", sigLine)
 					for _, s := range []string{where, "signal.signal", "main thread"} {
@@ -278,4 +300,12 @@ func TestMetricClasses(t *testing.T) {
 			}
 		})
 	}
+}
+
+// testVenv is the pinned test venv (testenv.Venv) of python, the CPython
+// skynet embeds.
+func testVenv(t *testing.T, python string) string {
+	out, err := exec.Command(python, "-c", "import platform; print(platform.python_version())").CombinedOutput()
+	require.NoError(t, err, "%s: %s", python, out)
+	return testenv.Venv(t, strings.TrimSpace(string(out)))
 }

@@ -45,7 +45,16 @@ func fiveCases(t *testing.T) (cases, dataset, program string) {
 // every line checked whole) and stderr.
 func runCLI(t *testing.T, stdin []byte, args ...string) (int, []resultLine, string, time.Duration) {
 	t.Helper()
+	return runCLIEnv(t, nil, stdin, args...)
+}
+
+// runCLIEnv is runCLI with env added to the environment.
+func runCLIEnv(t *testing.T, env []string, stdin []byte, args ...string) (int, []resultLine, string, time.Duration) {
+	t.Helper()
 	cmd := exec.Command(skynetBin(t), args...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)
 	}
