@@ -100,8 +100,41 @@ static int cwd_moved;
 
 int sky_take_cwd_moved(void) { return __atomic_exchange_n(&cwd_moved, 0, __ATOMIC_ACQ_REL); }
 
+// The process that must not be signalled from Python (sky_protect), and its
+// process group: in a worker process, skynet itself. 0: none.
+static long protected_pid, protected_pgid;
+
+void sky_protect(long pid, long pgid) {
+    __atomic_store_n(&protected_pgid, pgid, __ATOMIC_RELAXED);
+    __atomic_store_n(&protected_pid, pid, __ATOMIC_RELEASE);
+}
+
+// protected_target refuses os.kill and os.killpg aimed at the protected
+// process: its pid, its group (-pgid to os.kill, pgid to os.killpg), or
+// every process (-1). 0 lets the call on.
+static int protected_target(const char *event, PyObject *args) {
+    long pid = __atomic_load_n(&protected_pid, __ATOMIC_ACQUIRE);
+    if (!pid || !PyTuple_Check(args) || PyTuple_GET_SIZE(args) < 1) return 0;
+    int killpg = strcmp(event, "os.killpg") == 0;
+    if (!killpg && strcmp(event, "os.kill") != 0) return 0;
+    long target = PyLong_AsLong(PyTuple_GET_ITEM(args, 0)); // borrowed
+    if (target == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return 0; // not an int: os.kill raises its own error
+    }
+    long pgid = __atomic_load_n(&protected_pgid, __ATOMIC_RELAXED);
+    int hit = killpg ? pgid > 1 && target == pgid : target == pid || target == -1 || (pgid > 1 && target == -pgid);
+    if (!hit) return 0;
+    PyErr_Format(PyExc_PermissionError,
+                 "skynet: %s(%ld, ...) would signal skynet (pid %ld, the parent of this worker process) or its process group, "
+                 "which would stop the whole run: a metric may not; raise an exception to fail this case",
+                 event, target, pid);
+    return -1;
+}
+
 static int audit_hook(const char *event, PyObject *args, void *data) {
     if (event[0] == 'o' && strcmp(event, "os.chdir") == 0) __atomic_store_n(&cwd_moved, 1, __ATOMIC_RELEASE);
+    if (event[0] == 'o' && strncmp(event, "os.kill", 7) == 0 && protected_target(event, args) < 0) return -1;
     sky_thread *t = sky_current_thread();
     // A thread Skynet did not make (no sky_thread) was started by Python
     // code: once untrusted code has run, it may be untrusted code's.

@@ -161,6 +161,13 @@ const (
 // chdir(2) itself goes unseen.
 func CwdMoved() bool { return C.sky_take_cwd_moved() != 0 }
 
+// Protect makes Python's os.kill and os.killpg refuse, with PermissionError,
+// to signal process pid, its process group pgid or every process (-1),
+// whichever thread calls them: a worker process protects its parent, whose
+// SIGTERM or SIGINT would stop the whole run as a user's Ctrl-C does.
+// Signals sent another way (a kill command, ctypes) are not seen.
+func Protect(pid, pgid int) { C.sky_protect(C.long(pid), C.long(pgid)) }
+
 // AllowWrites lets untrusted calls write under dir (process-wide).
 func AllowWrites(dir string) error {
 	cd := C.CString(dir)

@@ -101,6 +101,9 @@ int sky_interrupt(uint64_t token);
 sky_thread *sky_current_thread(void);
 int sky_allow_writes(const char *dir);
 int sky_install_audit_hook(void);
+// sky_protect makes os.kill and os.killpg refuse to signal process pid or
+// its process group pgid, from any thread: a worker's parent.
+void sky_protect(long pid, long pgid);
 void sky_set_untrusted(int on);
 int sky_take_cwd_moved(void); // 1 once after Python changed the working directory
 

@@ -201,6 +201,7 @@ func (p *Pool) sendTasks(w *proc, tasks []*Task) {
 		}
 	}
 	w.inflight = append(w.inflight, tasks...)
+	w.sent += uint64(len(tasks))
 	w.send(outMsg{frame: frames, tasks: tasks})
 }
 
@@ -285,7 +286,27 @@ func (p *Pool) handle(ev event) {
 		}
 	case frameDone:
 		w.done, w.doneAt = true, time.Now()
+	case framePing:
+		p.ping(w, ev.payload)
 	}
+}
+
+// ping checks that w has read the cases sent to it before its last ping
+// but one. A worker reads its pipe as cases come (it holds at most
+// maxInflight of them and queues more), so cases sent that long before and
+// still unread were taken by something else in it: a metric reading its
+// file descriptors. Their results would never come, and nothing else would
+// notice while it pings.
+func (p *Pool) ping(w *proc, payload []byte) {
+	if len(payload) < 8 {
+		return
+	}
+	read := binary.LittleEndian.Uint64(payload)
+	if read < w.sentMarks[0] {
+		w.kill(fmt.Sprintf("%v: %d case(s) sent to it never reached it (something in the Python process read its channel)", errBadFrame, w.sentMarks[0]-read))
+		return
+	}
+	w.sentMarks[0], w.sentMarks[1] = w.sentMarks[1], w.sent
 }
 
 // results matches a frame of records to the cases w holds, in order.
@@ -302,6 +323,13 @@ func (p *Pool) results(w *proc, payload []byte) {
 		// A bad line's id is the worker's to say (QuickID reads less).
 		if len(w.inflight) == 0 || (w.inflight[0].ID != string(r.ID) && r.Kind != engine.KindInput) {
 			w.kill(fmt.Sprintf("%v: a result for case %q came out of turn", errBadFrame, r.ID))
+			return
+		}
+		if r.Kind == engine.KindCanceled && !w.canceled && !p.closing {
+			// Nothing asked it to cancel: its own end of the channel went
+			// wrong, and the case was never scored. Its cases go to
+			// another process, as after a crash.
+			w.kill(fmt.Sprintf("%v: case %s came back cancelled though nothing cancelled it", errBadFrame, r.ID))
 			return
 		}
 		t := w.inflight[0]
@@ -403,6 +431,8 @@ func (p *Pool) watch(now time.Time) {
 			w.kill("it did not stop when told")
 		case !w.hello && now.Sub(w.started) > p.opts.LoadTimeout:
 			w.kill(fmt.Sprintf("loading the metric did not finish within %s (--load-timeout)", p.opts.LoadTimeout))
+		case w.hello && !w.done && now.Sub(w.lastWord) > stoppedAfter && stopped(w.cmd.Process.Pid):
+			w.kill(fmt.Sprintf("the Python process was stopped (SIGSTOP) and sent nothing for %s", now.Sub(w.lastWord).Round(100*time.Millisecond)))
 		case w.hello && (len(w.inflight) > 0 || len(w.checks) > 0) && now.Sub(w.lastWord) > silentLimit:
 			w.kill(fmt.Sprintf("the Python process stopped answering (nothing for %s)", silentLimit))
 		case w.solo && !w.soloSince.IsZero() && now.Sub(w.soloSince) > limit+killGrace+silentLimit:

@@ -176,6 +176,11 @@ const (
 	// silentLimit: a worker that has sent nothing (it pings every
 	// pingEvery) for this long while it holds cases is stopped or frozen.
 	silentLimit = 10 * time.Second
+	// stoppedAfter: a worker silent this long (three pings missed) is
+	// looked at, and killed if it is stopped (SIGSTOP): it would never run
+	// its cases, and waiting silentLimit would stall every result after
+	// them, whatever --timeout is.
+	stoppedAfter = 3 * pingEvery
 	// soloBudget bounds the suspects scored alone after a crash: the case
 	// that crashed is nearly always among the first.
 	soloBudget = 256

@@ -9,6 +9,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -66,6 +67,8 @@ type proc struct {
 	soloSince time.Time           // when the case the solo proc has was sent
 	budget    int                 // suspects a solo proc may still take
 	threads   int                 // scoring threads: the job's
+	sent      uint64              // case frames sent to it
+	sentMarks [2]uint64           // sent, at its last two pings (see Pool.ping)
 }
 
 // outMsg is what the sender writes: cases, or a frame made already.
@@ -131,7 +134,9 @@ func (p *Pool) start(solo bool) (*proc, error) {
 		for {
 			typ, payload, err := fr.next()
 			if err != nil {
-				if err != io.EOF {
+				// At its end, or past drainLimit after the worker exited
+				// (the deadline below): nothing wrong with the channel.
+				if err != io.EOF && !errors.Is(err, os.ErrDeadlineExceeded) {
 					p.events <- event{w: w, err: err}
 				}
 				return
@@ -149,14 +154,15 @@ func (p *Pool) start(solo bool) (*proc, error) {
 		w.state = cmd.ProcessState
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // what it forked, holding its pipes
 		close(w.exited)
-		// Its last frames and its crash report first, then its end.
-		limit := time.After(drainLimit)
-		for _, ch := range []chan struct{}{framesDone, stderrDone} {
-			select {
-			case <-ch:
-			case <-limit:
-			}
-		}
+		// Its last frames and its crash report first, then its end. What
+		// it forked and left its process group (os.setsid) may hold the
+		// pipes open for as long as it lives: past drainLimit, the reads
+		// stop, so the worker's end waits for nobody else.
+		deadline := time.Now().Add(drainLimit)
+		resR.SetReadDeadline(deadline)
+		errR.SetReadDeadline(deadline)
+		<-framesDone
+		<-stderrDone
 		p.events <- event{w: w, ended: true}
 	}()
 	go w.sender(casesW)
@@ -276,19 +282,24 @@ func (t *stderrTail) copy(w io.Writer, r io.Reader) {
 	br := bufio.NewReaderSize(r, 1<<16)
 	for {
 		line, err := br.ReadSlice('\n')
-		if len(line) > 0 {
-			t.add(w, line)
-		}
+		wrote := len(line) > 0 && t.add(w, line)
 		if err == bufio.ErrBufferFull {
 			continue
 		}
 		if err != nil {
+			if wrote && line[len(line)-1] != '\n' {
+				// Its last output lacked a newline: end the line, so that
+				// what skynet writes next (its summary) starts one.
+				w.Write([]byte{'\n'})
+			}
 			return
 		}
 	}
 }
 
-func (t *stderrTail) add(w io.Writer, line []byte) {
+// add forwards line and keeps it; false when it was not forwarded (a Go
+// crash report).
+func (t *stderrTail) add(w io.Writer, line []byte) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if m := goCrash.FindSubmatch(line); m != nil && !t.dump {
@@ -304,7 +315,7 @@ func (t *stderrTail) add(w io.Writer, line []byte) {
 				t.signal = string(m[1]) + string(m[2])
 			}
 		}
-		return
+		return false
 	}
 	if t.head == "" {
 		t.head = strings.TrimSpace(string(line[:min(len(line), 200)]))
@@ -312,13 +323,14 @@ func (t *stderrTail) add(w io.Writer, line []byte) {
 	w.Write(line)
 	text := strings.TrimRight(string(line[:min(len(line), 300)]), "\r\n")
 	if strings.TrimSpace(text) == "" {
-		return
+		return true
 	}
 	if len(t.lines) == tailLines {
 		copy(t.lines, t.lines[1:])
 		t.lines = t.lines[:tailLines-1]
 	}
 	t.lines = append(t.lines, text)
+	return true
 }
 
 // lastOutput is the worker's last lines of output before it died, at most three.

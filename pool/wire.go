@@ -13,6 +13,7 @@ import (
 	"math"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/skynetml/skynet/engine"
@@ -22,7 +23,7 @@ import (
 // worker's environment and the worker echoes it in its hello, so a binary
 // rebuilt (or replaced) while a run used it fails with a clear message
 // instead of misreading frames.
-const protocol = "skynet-pool/1"
+const protocol = "skynet-pool/2"
 
 // A frame is a type byte, the payload's length and CRC-32C (little-endian
 // uint32s), then the payload. The CRC tells a metric's stray writes on the
@@ -43,7 +44,7 @@ const (
 	frameFailed   byte = 'F' // worker: the metric did not load (JSON failure)
 	frameNotice   byte = 'N' // worker: something the user must hear once (text)
 	frameDone     byte = 'D' // worker: every case taken has its result
-	framePing     byte = 'P' // worker: still alive
+	framePing     byte = 'P' // worker: still alive; how many case frames it has read (uint64)
 )
 
 const (
@@ -110,6 +111,9 @@ func (fr *frameReader) next() (byte, []byte, error) {
 	}
 	p := fr.buf[:n]
 	if _, err := io.ReadFull(fr.r, p); err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return 0, nil, err // the reader stopped waiting (see start), not a torn frame
+		}
 		return 0, nil, fmt.Errorf("%w: a torn frame", errBadFrame)
 	}
 	if crc32.Checksum(p, castagnoli) != binary.LittleEndian.Uint32(fr.hdr[5:]) {
@@ -133,6 +137,10 @@ func knownFrame(t byte) bool {
 // the results of the last flushGap and a fast run pays one write for many
 // results.
 type frameWriter struct {
+	// casesRead counts the case frames the worker has read, for its pings:
+	// the parent compares it with what it sent (see Pool.ping).
+	casesRead atomic.Uint64
+
 	mu      sync.Mutex
 	buf     []byte // whole frames, then the open results frame at open
 	open    int    // start of the open results frame in buf, or -1
@@ -233,7 +241,7 @@ func (fw *frameWriter) flusher() {
 			}
 			last = time.Now()
 		case <-ping.C:
-			fw.send(framePing)
+			fw.send(framePing, binary.LittleEndian.AppendUint64(nil, fw.casesRead.Load()))
 		}
 		ping.Reset(pingEvery)
 	}
@@ -257,11 +265,15 @@ const (
 // appendRecord writes one result as the parent needs it: what a summary
 // counts, and the results line itself (AppendResult).
 //
-//	id (uint16 length, bytes), flags (byte), score (float64), duration (int64 ns),
+//	id (uint32 length, bytes), flags (byte), score (float64), duration (int64 ns),
 //	error kind (byte length, bytes), [run ms], [cost], named scores
-//	(uint16 count; each uint16 length, name, float64), line (uint32 length, bytes)
+//	(uint32 count; each uint32 length, name, float64), line (uint32 length, bytes)
+//
+// Lengths are 32 bits: an id or a score name as long as a case line may be
+// crosses whole (a 16-bit length once cut a 64 KiB id, and the parent took
+// its result for another case's).
 func appendRecord(b []byte, r engine.Result, withRun bool) []byte {
-	b = appendShort(b, r.ID)
+	b = appendLenString(b, r.ID)
 	flags := byte(0)
 	if r.Observation.RunMS != nil {
 		flags |= recRunMS
@@ -287,9 +299,9 @@ func appendRecord(b []byte, r engine.Result, withRun bool) []byte {
 	if flags&recCost != 0 {
 		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(*r.Observation.CostUSD))
 	}
-	b = binary.LittleEndian.AppendUint16(b, uint16(len(r.Scores)))
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(r.Scores)))
 	for _, k := range scoreNames(r) {
-		b = appendShort(b, k)
+		b = appendLenString(b, k)
 		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(r.Scores[k]))
 	}
 	at := len(b)
@@ -299,11 +311,10 @@ func appendRecord(b []byte, r engine.Result, withRun bool) []byte {
 	return b
 }
 
-// appendShort writes a string of up to 64 KiB with its length; a longer
-// one (an id or score name nobody should have) is cut.
-func appendShort(b []byte, s string) []byte {
-	s = s[:min(len(s), math.MaxUint16)]
-	b = binary.LittleEndian.AppendUint16(b, uint16(len(s)))
+// appendLenString writes a string with its uint32 length (a frame is at
+// most maxFrame bytes, so any string that fits one fits this).
+func appendLenString(b []byte, s string) []byte {
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(s)))
 	return append(b, s...)
 }
 
@@ -334,12 +345,12 @@ func nextRecord(p []byte, r *Record) ([]byte, error) {
 		p = p[n:]
 		return s
 	}
-	short := func() ([]byte, bool) {
-		l := take(2)
+	str := func() ([]byte, bool) {
+		l := take(4)
 		if l == nil {
 			return nil, false
 		}
-		s := take(int(binary.LittleEndian.Uint16(l)))
+		s := take(int(binary.LittleEndian.Uint32(l)))
 		return s, s != nil
 	}
 	u64 := func() (uint64, bool) {
@@ -351,7 +362,7 @@ func nextRecord(p []byte, r *Record) ([]byte, error) {
 	}
 	var ok bool
 	*r = Record{}
-	if r.ID, ok = short(); !ok {
+	if r.ID, ok = str(); !ok {
 		return nil, errShortRecord
 	}
 	fl := take(1)
@@ -390,12 +401,12 @@ func nextRecord(p []byte, r *Record) ([]byte, error) {
 		r.CostUSD, r.HasCost = math.Float64frombits(v), true
 	}
 	scoresAt := p
-	nl := take(2)
+	nl := take(4)
 	if nl == nil {
 		return nil, errShortRecord
 	}
-	for i := 0; i < int(binary.LittleEndian.Uint16(nl)); i++ {
-		if _, ok := short(); !ok {
+	for i := 0; i < int(binary.LittleEndian.Uint32(nl)); i++ {
+		if _, ok := str(); !ok {
 			return nil, errShortRecord
 		}
 		if take(8) == nil {
@@ -416,17 +427,17 @@ func nextRecord(p []byte, r *Record) ([]byte, error) {
 // EachScore calls f with each named score of the record.
 func (r *Record) EachScore(f func(name []byte, v float64)) {
 	p := r.scores
-	if len(p) < 2 {
+	if len(p) < 4 {
 		return
 	}
-	n := int(binary.LittleEndian.Uint16(p))
-	p = p[2:]
+	n := int(binary.LittleEndian.Uint32(p))
+	p = p[4:]
 	for i := 0; i < n; i++ {
-		l := int(binary.LittleEndian.Uint16(p))
-		name := p[2 : 2+l]
-		v := math.Float64frombits(binary.LittleEndian.Uint64(p[2+l:]))
+		l := int(binary.LittleEndian.Uint32(p))
+		name := p[4 : 4+l]
+		v := math.Float64frombits(binary.LittleEndian.Uint64(p[4+l:]))
 		f(name, v)
-		p = p[2+l+8:]
+		p = p[4+l+8:]
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"iter"
 	"os"
 	"runtime"
@@ -127,6 +128,12 @@ type worker struct {
 
 func workerMain(version string) int {
 	os.Unsetenv(workerEnv) // processes the metric starts are not workers
+	if ppid := os.Getppid(); ppid > 1 {
+		// A metric's SIGTERM to os.getppid() would stop the run as a user's
+		// Ctrl-C does, with the fault pointing nowhere: it fails its case.
+		pgid, _ := syscall.Getpgid(ppid)
+		cpython.Protect(ppid, pgid)
+	}
 	if version != protocol {
 		fmt.Fprintf(os.Stderr, "skynet worker: this executable speaks %s and its parent %s: it was rebuilt or replaced while the run used it; start the run again\n", protocol, version)
 		return exitProtocol
@@ -134,7 +141,7 @@ func workerMain(version string) int {
 	syscall.CloseOnExec(3)
 	syscall.CloseOnExec(4)
 	in, out := os.NewFile(3, "cases"), os.NewFile(4, "results")
-	fr := newFrameReader(in)
+	fr := newFrameReader(blockingReader{in})
 	typ, payload, err := fr.next()
 	var j job
 	if err == nil && (typ != frameJob || json.Unmarshal(payload, &j) != nil) {
@@ -191,6 +198,24 @@ func workerMain(version string) int {
 
 const exitOK = 0
 
+// blockingReader reads the parent's pipe even after a metric made its
+// descriptor non-blocking (os.set_blocking on every fd): a read that fails
+// with EAGAIN makes it blocking again and goes on. Bytes the metric took
+// meanwhile show as a bad frame; whole frames it took, in the parent's ping
+// check (Pool.ping).
+type blockingReader struct{ f *os.File }
+
+func (r blockingReader) Read(b []byte) (int, error) {
+	for tries := 0; ; tries++ {
+		n, err := r.f.Read(b)
+		if n == 0 && tries < 3 && errors.Is(err, syscall.EAGAIN) {
+			syscall.SetNonblock(int(r.f.Fd()), false)
+			continue
+		}
+		return n, err
+	}
+}
+
 // read takes the parent's frames: cases (in order) to serve, model replies
 // to their callers, cancel and end.
 func (w *worker) read(fr *frameReader) {
@@ -204,9 +229,19 @@ func (w *worker) read(fr *frameReader) {
 	defer end()
 	for {
 		typ, p, err := fr.next()
-		if err != nil {
+		if err == io.EOF {
 			w.cancel() // the parent is gone (or it closed the pipe)
 			return
+		}
+		if err != nil {
+			// Something in this process read the parent's pipe or changed
+			// its descriptor (a metric draining, or making non-blocking,
+			// every fd): what comes next cannot be trusted, and a case lost
+			// on the way must not pass as cancelled. The parent scores what
+			// this process held again, as after a crash.
+			fmt.Fprintf(os.Stderr, "skynet worker: reading its cases: %v\n", err)
+			w.fw.flush()
+			os.Exit(exitLostChannel)
 		}
 		switch typ {
 		case frameCancel:
@@ -217,6 +252,7 @@ func (w *worker) read(fr *frameReader) {
 			if ended || len(p) < 8 {
 				continue
 			}
+			w.fw.casesRead.Add(1)
 			w.tasks <- wtask{line: int(binary.LittleEndian.Uint32(p)), art: binary.LittleEndian.Uint32(p[4:]), raw: append([]byte(nil), p[8:]...)}
 		case frameArtifact:
 			if len(p) >= 4 {
