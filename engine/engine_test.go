@@ -247,6 +247,20 @@ func TestTimeoutOption(t *testing.T) {
 	assert.Equal(t, 600*time.Second, e.timeout)
 }
 
+// TestTimeLimitEndsWhenScoreReturns: a score that returns at once a value
+// that takes long to encode (500,000 keys: tens of ms) is not timed out,
+// and its time is its call's: the encoding is the host's work.
+func TestTimeLimitEndsWhenScoreReturns(t *testing.T) {
+	e := open(t, Options{Metric: writeMetric(t, `
+BIG = {f"k{i}": i for i in range(500_000)}
+def score(input, output, expected=None):
+    return 1.0, {"feedback": "ok", "extra": BIG}
+`), Timeout: 10 * time.Millisecond})
+	r := e.Score(ctx, Case{ID: "a", Input: map[string]any{}, Output: "x"})
+	require.Nil(t, r.Err, "%v", r.Err)
+	assert.Less(t, r.Duration, 10*time.Millisecond)
+}
+
 func TestExceptionsNeverStopTheHost(t *testing.T) {
 	e := open(t, Options{Metric: writeMetric(t, `
 import sys

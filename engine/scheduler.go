@@ -768,6 +768,23 @@ func (br *batchRun) free() {
 	}
 }
 
+// harvest delivers job j, case i of the batch, if the batch has finished
+// it while it goes on with later cases: a finished slot is published with a
+// release store and its data never moves, and mu keeps the batch from being
+// freed meanwhile.
+func (br *batchRun) harvest(i int, j *scoreJob) bool {
+	br.mu.Lock()
+	defer br.mu.Unlock()
+	if br.freed || i >= len(br.jobs) || br.jobs[i] != j || br.b.State(i) != cpython.SlotDone {
+		return false
+	}
+	if !j.deliverSlot(br.b.Slot(i), br.e.str) {
+		return false
+	}
+	j.ready.Store(true)
+	return true
+}
+
 // slotOutcome reads a finished slot out of C memory.
 func slotOutcome(b *cpython.Batch, i int, program bool, strs func([]byte) string) outcome {
 	var o outcome

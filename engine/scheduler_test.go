@@ -241,3 +241,41 @@ def score(input, output, expected=None):
 	}
 	assert.Equal(t, 64, n)
 }
+
+// TestStreamYieldsFinishedCasesBeforeASlowOne: a stream yields the results
+// of cases done while a slow case of the same group (and batch) still
+// runs, whatever the pace of the cases before it (a few µs, a few hundred
+// µs), rather than holding them until the slow one ends.
+func TestStreamYieldsFinishedCasesBeforeASlowOne(t *testing.T) {
+	for _, pace := range []struct {
+		name string
+		loop int // iterations of work in each fast case (not a clock: a test before may have patched time's)
+	}{{"fast", 0}, {"some work", 5000}} {
+		t.Run(pace.name, func(t *testing.T) {
+			e := open(t, Options{Metric: writeMetric(t, fmt.Sprintf(`
+import time
+def score(input, output, expected=None):
+    if input.get("slow"):
+        time.sleep(3)
+    x = 0
+    for i in range(%d):
+        x += i * i
+    return 1.0, {"feedback": "ok"}
+`, pace.loop)), Threads: 1})
+			var cases []Case
+			for i := range 100 {
+				cases = append(cases, Case{ID: fmt.Sprint(i), Input: map[string]any{"n": i}, Output: "x"})
+			}
+			cases = append(cases, Case{ID: "slow", Input: map[string]any{"slow": true}, Output: "x"})
+			start := time.Now()
+			var at []time.Duration
+			for _, r := range e.ScoreAll(ctx, slices.Values(cases), 0) {
+				require.Nil(t, r.Err, "%s: %v", r.ID, r.Err)
+				at = append(at, time.Since(start))
+			}
+			require.Len(t, at, 101)
+			assert.Less(t, at[99], 2*time.Second, "case 99 was yielded %s after the start, while the slow case (3 s) still ran", at[99])
+			assert.GreaterOrEqual(t, at[100], 3*time.Second)
+		})
+	}
+}

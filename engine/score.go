@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"time"
 
 	"github.com/skynetml/skynet/cpython"
 )
@@ -242,7 +243,11 @@ func (e *Engine) wait(ctx context.Context, g *group) {
 // when its group of 64 is; a batch handed to the waiter is finished here,
 // as wait does. False means wait for the group whole instead (the caller or
 // the engine is stopping).
-func (e *Engine) waitJob(ctx context.Context, g *group, k int) bool {
+//
+// While it waits, every harvestEvery it collects the outcomes the group's
+// running batch has finished (harvest): a case done is not held behind a
+// slow case later in the same batch.
+func (e *Engine) waitJob(ctx context.Context, g *group, k int, tick <-chan time.Time) bool {
 	j := &g.jobs[k]
 	for !j.ready.Load() {
 		ran := g.ran
@@ -256,6 +261,8 @@ func (e *Engine) waitJob(ctx context.Context, g *group, k int) bool {
 		case <-ran:
 			g.finished = true
 			e.finish(g.batch, true)
+		case <-tick:
+			e.harvest(g)
 		case <-ctx.Done():
 			return false
 		case <-e.quit:
@@ -263,6 +270,58 @@ func (e *Engine) waitJob(ctx context.Context, g *group, k int) bool {
 		}
 	}
 	return true
+}
+
+// harvestEvery is how often a stream waiting on a group collects what its
+// running batch has finished; with the worker's and the CLI's flushes, a
+// result is on its way out within tens of milliseconds of its case ending.
+const harvestEvery = 10 * time.Millisecond
+
+// harvest delivers the outcomes of g's jobs that their running batches
+// (the parcel's whole, or one taking jobs one by one) have finished so far,
+// while those batches go on (batchRun.harvest). Whoever delivers second
+// (the batch's own finish, runJobs) skips them: deliverSlot's first wins.
+func (e *Engine) harvest(g *group) {
+	n := 0
+	for i := range g.jobs {
+		j := &g.jobs[i]
+		if j.delivered.Load() {
+			continue
+		}
+		if br := j.run.Load(); br != nil {
+			if br.harvest(j.index, j) {
+				n++
+			}
+		} else if br := g.whole.Load(); br != nil && !g.finished && br.harvest(int(j.pos), j) {
+			n++
+		}
+	}
+	g.settle(n)
+}
+
+// waitWhole waits up to d for g to be ready to finish whole (see
+// group.ready); false when d passed first, or the caller or the engine is
+// stopping.
+func (e *Engine) waitWhole(ctx context.Context, g *group, d time.Duration) bool {
+	if g.ready() {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	ran := g.ran
+	if g.finished {
+		ran = nil
+	}
+	select {
+	case <-g.done:
+		return true
+	case <-ran:
+		return true
+	case <-t.C:
+	case <-ctx.Done():
+	case <-e.quit:
+	}
+	return false
 }
 
 // ScoreAll scores a stream of cases and yields each result with its case's
@@ -298,12 +357,20 @@ func (e *Engine) stream(ctx context.Context, cases iter.Seq[Case], window int, a
 		emit := func() bool {
 			g := inflight[0]
 			k := 0
-			if e.verySlowCases() || (!e.slowCases() && !spinUntil(g.ready)) {
+			perJob := e.verySlowCases() || (!e.slowCases() && !spinUntil(g.ready))
+			if !perJob && ctx.Err() == nil {
+				// Cases between (tens of µs to a few ms) wait for the group:
+				// a wake-up a case would cost a context switch each (1.8 a
+				// case, 5% of a 200 µs metric). Unless it takes long (a
+				// slow case in it): its finished cases then go out first.
+				perJob = !e.waitWhole(ctx, g, harvestEvery)
+			}
+			if perJob {
 				// Each result as it comes, in order: a slow case's group
-				// takes long to finish whole. Cases between (tens of µs to
-				// a few ms) wait for the group: a wake-up a case would cost
-				// a context switch each (1.8 a case, 5% of a 200 µs metric).
-				for ; k < len(g.jobs) && e.waitJob(ctx, g, k); k++ {
+				// takes long to finish whole.
+				tick := time.NewTicker(harvestEvery)
+				defer tick.Stop()
+				for ; k < len(g.jobs) && e.waitJob(ctx, g, k, tick.C); k++ {
 					if !yield(next, e.result(&g.jobs[k])) {
 						return false // g is still in inflight: the deferred cancel waits for it
 					}
