@@ -65,6 +65,9 @@ func resumeResults(path string, retryFailed bool) (done map[string]bool, kept me
 		}
 		done[id] = true
 		order.keptIDs = append(order.keptIDs, id)
+		if t.kind == "" {
+			order.scored++
+		}
 		kept.sum += t.score
 		kept.n++
 		keptLines.Write(line)
@@ -123,6 +126,7 @@ func replaceFile(path string, write func(io.Writer) error) error {
 type resumeOrder struct {
 	path    string
 	keptIDs []string                 // the kept results' ids: the file's first lines
+	scored  int                      // how many kept results have a score (no error)
 	dropped map[engine.ErrorKind]int // results dropped to be scored again, by error kind
 
 	mu      sync.Mutex

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/skynetml/skynet/engine"
@@ -395,10 +396,13 @@ func (s *stats) print(w io.Writer, interrupted bool) {
 			names = append(names, k)
 		}
 		sort.Strings(names)
-		parts := make([]string, len(names))
-		for i, k := range names {
+		parts := make([]string, 0, min(len(names), summaryNames)+1)
+		for _, k := range names[:min(len(names), summaryNames)] {
 			m := s.named[k]
-			parts[i] = fmt.Sprintf("%s %s (%d)", k, summaryNumber(m.sum/float64(m.n)), m.n)
+			parts = append(parts, fmt.Sprintf("%s %s (%d)", summaryName(k), summaryNumber(m.sum/float64(m.n)), m.n))
+		}
+		if more := len(names) - summaryNames; more > 0 {
+			parts = append(parts, fmt.Sprintf("and %d more (in the results)", more))
 		}
 		fmt.Fprintf(w, "named scores: %s\n", strings.Join(parts, ", "))
 	}
@@ -425,6 +429,34 @@ func (s *stats) print(w io.Writer, interrupted bool) {
 	if s.warnings > 0 {
 		fmt.Fprintf(w, "warnings: %d case(s) had side-info keys dropped (see \"warnings\" in the results)\n", s.warnings)
 	}
+}
+
+// summaryNames is how many named scores the summary lists by name.
+const summaryNames = 32
+
+// summaryName is a named score as the summary shows it: as it is when it is
+// short and printable; quoted when it holds a control character (a NUL, a
+// newline, an escape sequence for the terminal) or a quote, and cut to its
+// first 40 characters when longer than 60, saying how long it is.
+func summaryName(k string) string {
+	cut := ""
+	if utf8.RuneCountInString(k) > 60 {
+		n := 0
+		for i := range k {
+			if n == 40 {
+				cut = fmt.Sprintf("... (%d bytes)", len(k))
+				k = k[:i]
+				break
+			}
+			n++
+		}
+	}
+	for _, r := range k {
+		if !unicode.IsPrint(r) || r == '"' || r == '\\' {
+			return strconv.Quote(k) + cut
+		}
+	}
+	return k + cut
 }
 
 // summaryNumber writes a mean for the summary: 4 decimals for a score in

@@ -159,8 +159,14 @@ func runSupervised(s *supervisor, total int, done map[string]bool, summary, stde
 	for _, n := range s.st.errors {
 		failed += n
 	}
+	// A resumed file is judged whole: its kept results were cases, and
+	// those with a score were scored.
+	keptCases, keptScored := 0, 0
+	if s.order != nil {
+		keptCases, keptScored = len(s.order.keptIDs), s.order.scored
+	}
 	switch {
-	case s.st.count > 0 && s.st.errors[engine.KindInput] == s.st.count:
+	case keptCases == 0 && s.st.count > 0 && s.st.errors[engine.KindInput] == s.st.count:
 		// Nothing the metric could be called on: the input is wrong, not the metric.
 		msg := "no case could be read"
 		if s.noCases != nil {
@@ -170,7 +176,12 @@ func runSupervised(s *supervisor, total int, done map[string]bool, summary, stde
 		return exitUsage
 	case s.st.errors[engine.KindCrash] > 0:
 		return exitCheck
-	case s.st.count > 0 && failed == s.st.count:
+	case s.st.canceled > 0:
+		// Nothing interrupted the run, yet cases were not scored: they
+		// must not pass as done.
+		fmt.Fprintf(stderr, "skynet %s: %d case(s) were not scored (cancelled) though the run was not interrupted: --resume scores them\n", s.cmd, s.st.canceled)
+		return exitCheck
+	case keptScored == 0 && s.st.count > 0 && failed == s.st.count:
 		// A run whose every case failed scored nothing: a script that
 		// checks only the exit code must not take it for a result.
 		fmt.Fprintf(stderr, "skynet %s: every case failed (%d), none has a score: see \"error\" in the results\n", s.cmd, failed)
