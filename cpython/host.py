@@ -34,6 +34,15 @@ class _CapturedStream(io.TextIOBase):
     def isatty(self):
         return False
 
+    def fileno(self):
+        # The process's stderr, for code that needs a real descriptor
+        # (faulthandler.enable(), a subprocess given sys.stdout): what is
+        # written through it bypasses the capture, as python3's would bypass
+        # its buffer, and never reaches stdout, which may carry results.
+        if self._fallback is None:
+            raise io.UnsupportedOperation("fileno: the process has no stderr")
+        return self._fallback.fileno()
+
     def write(self, s):
         case = _case.get(None)  # an `async def score` task's case (engine/aio.py)
         if case is not None:

@@ -3,8 +3,8 @@
 # process: child
 # result: skynet score/eval: the signals go to skynet, not to the metric's process; Ctrl-C and SIGTERM still stop the run (exit 130/143)
 import faulthandler, signal, time
-faulthandler.register(signal.SIGTERM, file=2)  # file: sys.stderr is skynet's capture, which has no fd
-faulthandler.register(signal.SIGINT, file=2)
+faulthandler.register(signal.SIGTERM)  # to sys.stderr's fileno(): the process's stderr
+faulthandler.register(signal.SIGINT)
 def score(input, output, expected=None):
     time.sleep(0.01)
     return 1.0, {"feedback": "ok"}
