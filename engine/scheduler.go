@@ -165,8 +165,14 @@ func (g *group) ready() bool {
 	return g.remaining.Load() == 0 || g.handoff.Load() == handedOver
 }
 
-// spin polls ready for a while before the waiter parks (see poll).
-func (g *group) spin() { spinUntil(g.ready) }
+// spin polls ready for a while before the waiter parks (see poll), unless
+// the engine does not spin (Options.NoSpin).
+func (e *Engine) spin(done func() bool) bool {
+	if e.noSpin {
+		return done()
+	}
+	return spinUntil(done)
+}
 
 // spinUntil polls done for up to spinFor, yielding the processor now and
 // then; it reports whether done came true.
@@ -416,7 +422,7 @@ func (e *Engine) workerLoop(w *worker) {
 // scheduler put the two threads of a stream on one core, where each waits
 // for the other.
 func (e *Engine) poll() *parcel {
-	if e.slowCases() {
+	if e.noSpin || e.slowCases() {
 		return nil // many idle workers spinning would only burn the CPU
 	}
 	if time.Duration(e.avgIdle.Load()) > maxPollIdle {

@@ -65,11 +65,13 @@ func (e *Engine) appendArg(a *cpython.BatchArgs, v any, memo *jsonMemo, arg int)
 	start := len(a.Buf)
 	id := int32(-1)
 	var err error
-	if raw, ok := v.(json.RawMessage); ok {
-		var enc []byte
-		if enc, id, err = memo.encode(e.cache, raw); err == nil {
-			a.Buf = append(a.Buf, enc...)
-		}
+	if raw, ok := v.(json.RawMessage); ok && arg == argOutput {
+		// Outputs are a model's text, nearly never the same twice: looking
+		// one up costs more (hashing it twice, copying it) than decoding it
+		// again in C, so it is transcoded straight into the batch.
+		a.Buf, err = cpython.AppendJSON(a.Buf, raw)
+	} else if ok {
+		a.Buf, id, err = memo.appendEncoded(a.Buf, e.cache, raw)
 	} else if a.Buf, err = cpython.AppendValue(a.Buf, v); err == nil {
 		id = e.cache.ID(a.Buf[start:])
 	}
@@ -207,7 +209,7 @@ func canceledOutcome(ctx context.Context, when string) outcome {
 // itself (finish), on the caller's goroutine rather than the worker's.
 func (e *Engine) wait(ctx context.Context, g *group) {
 	if !e.slowCases() {
-		g.spin()
+		e.spin(g.ready)
 	}
 	ran := g.ran
 	if g.finished { // waitJob finished the batch handed over
@@ -357,12 +359,15 @@ func (e *Engine) stream(ctx context.Context, cases iter.Seq[Case], window int, a
 		emit := func() bool {
 			g := inflight[0]
 			k := 0
-			perJob := e.verySlowCases() || (!e.slowCases() && !spinUntil(g.ready))
-			if !perJob && ctx.Err() == nil {
-				// Cases between (tens of µs to a few ms) wait for the group:
-				// a wake-up a case would cost a context switch each (1.8 a
-				// case, 5% of a 200 µs metric). Unless it takes long (a
-				// slow case in it): its finished cases then go out first.
+			perJob := e.verySlowCases()
+			if !perJob && !e.slowCases() && !e.noSpin {
+				perJob = !spinUntil(g.ready) // fast cases: the group is due within µs
+			} else if !perJob && ctx.Err() == nil {
+				// Cases between (tens of µs to a few ms), or an engine that
+				// does not spin, wait for the group: a wake-up a case would
+				// cost a context switch each (1.8 a case, 5% of a 200 µs
+				// metric). Unless it takes long (a slow case in it): its
+				// finished cases then go out first.
 				perJob = !e.waitWhole(ctx, g, harvestEvery)
 			}
 			if perJob {

@@ -74,7 +74,7 @@ func (j job) options() engine.Options {
 	return engine.Options{Metric: j.Metric, Program: j.Program, Timeout: j.Timeout, RunTimeout: j.RunTimeout,
 		Samples: j.Samples, Threads: j.Threads, LogsLimit: j.LogsLimit, PythonExecutable: j.PythonExecutable,
 		PythonHome: j.PythonHome, PythonMemoryLimit: j.PythonMemoryLimit, Untrusted: j.Untrusted,
-		AllowWrites: j.AllowWrites, MainThread: true}
+		AllowWrites: j.AllowWrites, MainThread: true, NoSpin: true}
 }
 
 // hello is the worker's first frame once the metric loaded.
