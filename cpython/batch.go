@@ -7,6 +7,7 @@ package cpython
 import "C"
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"hash/maphash"
@@ -234,16 +235,17 @@ type ArgCache struct {
 	c        atomic.Pointer[C.sky_argcache] // made on first use
 	mu       sync.Mutex
 	ids      map[string]int32    // encoded value -> id
-	json     map[string]jsonMemo // JSON text -> its encoding and id
-	seen     map[uint64]struct{} // hashes of values seen once, not yet admitted
+	json     map[uint64]jsonMemo // hash of a JSON text -> the text, its encoding and id
+	seen     map[uint64]struct{} // hashes of values and JSON texts seen once, not yet admitted
 	seed     maphash.Seed
 	bytes    int
 	maxBytes int
 }
 
 type jsonMemo struct {
-	enc []byte
-	id  int32
+	text string
+	enc  []byte
+	id   int32
 }
 
 // maxSeen bounds the first-sight set (about 1.5 MB); it is forgotten when
@@ -252,7 +254,7 @@ const maxSeen = 1 << 16
 
 // NewArgCache keeps at most maxBytes of values; later ones are not cached.
 func NewArgCache(maxBytes int) (*ArgCache, error) {
-	return &ArgCache{ids: map[string]int32{}, json: map[string]jsonMemo{}, seen: map[uint64]struct{}{},
+	return &ArgCache{ids: map[string]int32{}, json: map[uint64]jsonMemo{}, seen: map[uint64]struct{}{},
 		seed: maphash.MakeSeed(), maxBytes: maxBytes}, nil
 }
 
@@ -302,27 +304,51 @@ func (a *ArgCache) idLocked(value []byte) int32 {
 	return id
 }
 
-// JSON returns the encoding of a JSON text (shared: do not modify it) and
-// its id, transcoding each distinct text once.
-func (a *ArgCache) JSON(text []byte) ([]byte, int32, error) {
+// AppendJSON transcodes a JSON text onto dst (AppendJSON) and returns the
+// value's id in the cache, -1 when it is not cached. A text seen for the
+// first time costs one hash more than transcoding it: most values (a
+// model's outputs, each case's own input) never come again, and keeping
+// them would cost more than decoding them. Seen again, it is kept (up to
+// maxBytes), and from then on its encoding is copied rather than made, and
+// its Python object reused.
+func (a *ArgCache) AppendJSON(dst, text []byte) ([]byte, int32, error) {
+	h := maphash.Bytes(a.seed, text)
 	a.mu.Lock()
-	if m, ok := a.json[string(text)]; ok {
+	if m, ok := a.json[h]; ok && m.text == string(text) {
 		a.mu.Unlock()
-		return m.enc, m.id, nil
+		return append(dst, m.enc...), m.id, nil
+	}
+	_, again := a.seen[h]
+	if !again {
+		if len(a.seen) >= maxSeen {
+			clear(a.seen)
+		}
+		a.seen[h] = struct{}{}
 	}
 	a.mu.Unlock()
-	enc, err := AppendJSON(nil, text)
-	if err != nil {
-		return nil, -1, err
+	start := len(dst)
+	dst, err := AppendJSON(dst, text)
+	if err != nil || !again {
+		return dst, -1, err
 	}
+	enc := dst[start:]
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	id := a.idLocked(enc)
-	if id >= 0 && a.bytes+len(text) <= a.maxBytes {
-		a.json[string(text)] = jsonMemo{enc: enc, id: id}
-		a.bytes += len(text)
+	delete(a.seen, h)
+	id, ok := a.ids[string(enc)]
+	if !ok {
+		if a.bytes+len(enc) > a.maxBytes || len(a.ids) >= math.MaxInt32 {
+			return dst, -1, nil
+		}
+		id = int32(len(a.ids))
+		a.ids[string(enc)] = id
+		a.bytes += len(enc)
 	}
-	return enc, id, nil
+	if a.bytes+len(text)+len(enc) <= a.maxBytes {
+		a.json[h] = jsonMemo{text: string(text), enc: bytes.Clone(enc), id: id}
+		a.bytes += len(text) + len(enc)
+	}
+	return dst, id, nil
 }
 
 // Close drops the cached objects (taking the GIL). Idempotent; not while a

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"encoding/binary"
 	"math/rand/v2"
 	"sync"
@@ -126,20 +127,24 @@ type jsonMemoEntry struct {
 	id   int32
 }
 
-// encode returns the encoding of raw and its ArgCache id, as cache.JSON.
-// A nil memo asks the cache.
-func (m *jsonMemo) encode(cache *cpython.ArgCache, raw []byte) ([]byte, int32, error) {
+// appendEncoded transcodes raw onto dst and returns its ArgCache id, as
+// cache.AppendJSON, remembering the encodings of values the cache keeps by
+// where their text is: a caller that scores the same Case values again
+// (a benchmark, an optimizer's fixed devset) then only copies them. A nil
+// memo asks the cache.
+func (m *jsonMemo) appendEncoded(dst []byte, cache *cpython.ArgCache, raw []byte) ([]byte, int32, error) {
 	if m == nil {
-		return cache.JSON(raw)
+		return cache.AppendJSON(dst, raw)
 	}
 	at := unsafe.SliceData(raw)
 	slot := &m.slots[(uintptr(unsafe.Pointer(at))>>3)%jsonMemoSlots]
 	if slot.at == at && slot.text == string(raw) {
-		return slot.enc, slot.id, nil
+		return append(dst, slot.enc...), slot.id, nil
 	}
-	enc, id, err := cache.JSON(raw)
+	start := len(dst)
+	dst, id, err := cache.AppendJSON(dst, raw)
 	if err == nil && id >= 0 { // only values the cache keeps: a one-off text is not worth a copy
-		*slot = jsonMemoEntry{at: at, text: string(raw), enc: enc, id: id}
+		*slot = jsonMemoEntry{at: at, text: string(raw), enc: bytes.Clone(dst[start:]), id: id}
 	}
-	return enc, id, err
+	return dst, id, err
 }
