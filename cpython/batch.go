@@ -236,7 +236,7 @@ type ArgCache struct {
 	mu       sync.Mutex
 	ids      map[string]int32    // encoded value -> id
 	json     map[uint64]jsonMemo // hash of a JSON text -> the text, its encoding and id
-	seen     map[uint64]struct{} // hashes of values and JSON texts seen once, not yet admitted
+	seen     *[seenSlots]uint64  // hashes of values and JSON texts seen once (sawBefore)
 	seed     maphash.Seed
 	bytes    int
 	maxBytes int
@@ -248,13 +248,28 @@ type jsonMemo struct {
 	id   int32
 }
 
-// maxSeen bounds the first-sight set (about 1.5 MB); it is forgotten when
-// full. A hash collision only admits a value one sighting early.
-const maxSeen = 1 << 16
+// seenSlots is the size of the first-sight table (512 KiB): one hash a
+// slot, the newest sighting winning its slot. A slot lost to another value
+// only delays a value's admission; a hash match of two values only admits
+// one a sighting early.
+const seenSlots = 1 << 16
+
+// sawBefore reports whether hash h was seen before and forgets it if so, or
+// notes it: one load and one store, where a set that grows and is cleared
+// cost a map insert (and, every 65,536 values, a rehash) a value.
+func (a *ArgCache) sawBefore(h uint64) bool {
+	slot := &a.seen[h%seenSlots]
+	if *slot == h {
+		*slot = 0
+		return true
+	}
+	*slot = h
+	return false
+}
 
 // NewArgCache keeps at most maxBytes of values; later ones are not cached.
 func NewArgCache(maxBytes int) (*ArgCache, error) {
-	return &ArgCache{ids: map[string]int32{}, json: map[uint64]jsonMemo{}, seen: map[uint64]struct{}{},
+	return &ArgCache{ids: map[string]int32{}, json: map[uint64]jsonMemo{}, seen: new([seenSlots]uint64),
 		seed: maphash.MakeSeed(), maxBytes: maxBytes}, nil
 }
 
@@ -286,18 +301,12 @@ func (a *ArgCache) idLocked(value []byte) int32 {
 	if id, ok := a.ids[string(value)]; ok {
 		return id
 	}
-	h := maphash.Bytes(a.seed, value)
-	if _, again := a.seen[h]; !again {
-		if len(a.seen) >= maxSeen {
-			clear(a.seen)
-		}
-		a.seen[h] = struct{}{}
+	if !a.sawBefore(maphash.Bytes(a.seed, value)) {
 		return -1
 	}
 	if a.bytes+len(value) > a.maxBytes || len(a.ids) >= math.MaxInt32 {
 		return -1
 	}
-	delete(a.seen, h)
 	id := int32(len(a.ids))
 	a.ids[string(value)] = id
 	a.bytes += len(value)
@@ -318,13 +327,7 @@ func (a *ArgCache) AppendJSON(dst, text []byte) ([]byte, int32, error) {
 		a.mu.Unlock()
 		return append(dst, m.enc...), m.id, nil
 	}
-	_, again := a.seen[h]
-	if !again {
-		if len(a.seen) >= maxSeen {
-			clear(a.seen)
-		}
-		a.seen[h] = struct{}{}
-	}
+	again := a.sawBefore(h)
 	a.mu.Unlock()
 	start := len(dst)
 	dst, err := AppendJSON(dst, text)
@@ -334,7 +337,6 @@ func (a *ArgCache) AppendJSON(dst, text []byte) ([]byte, int32, error) {
 	enc := dst[start:]
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	delete(a.seen, h)
 	id, ok := a.ids[string(enc)]
 	if !ok {
 		if a.bytes+len(enc) > a.maxBytes || len(a.ids) >= math.MaxInt32 {
