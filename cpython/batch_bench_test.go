@@ -96,3 +96,17 @@ func BenchmarkScoreBatchC(b *testing.B) {
 	b.ReportMetric(bestPy, "py-ns/case")
 	b.ReportMetric(bestC/bestPy, "ratio")
 }
+
+// BenchmarkAppendJSON transcodes a case line as a worker does: a question,
+// a model's multi-line answer (newline escapes), a reference.
+func BenchmarkAppendJSON(b *testing.B) {
+	line := []byte(`{"expected": {"answer": "56088"}, "id": "c17", "input": {"question": "What is 123 times 456?"}, "output": "First we multiply 123 by 456. the model answer of to prompt reason metric engine python value result case with a few more words of reasoning.\nThe answer is 56088.\n#### 56088"}`)
+	var out []byte
+	b.SetBytes(int64(len(line)))
+	for b.Loop() {
+		var err error
+		if out, err = AppendJSON(out[:0], line); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

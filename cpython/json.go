@@ -224,29 +224,24 @@ func (p *jsonParser) number() error {
 func (p *jsonParser) string() error {
 	p.i++ // opening quote
 	start := p.i
-	// Fast path: no escapes, the bytes are copied as they are.
-	for p.i < len(p.src) {
-		c := p.src[p.i]
-		if c == '"' {
-			s := p.src[start:p.i]
-			if !utf8.Valid(s) {
-				return &jsonError{offset: start, msg: "string is not valid UTF-8"}
-			}
-			p.out = binary.AppendUvarint(p.out, uint64(len(s)))
-			p.out = append(p.out, s...)
-			p.i++
-			return nil
+	end, ascii := plainEnd(p.src, p.i)
+	if end < len(p.src) && p.src[end] == '"' {
+		// Fast path: no escapes, the bytes are copied as they are.
+		s := p.src[start:end]
+		if !ascii && !utf8.Valid(s) {
+			return &jsonError{offset: start, msg: "string is not valid UTF-8"}
 		}
-		if c == '\\' {
-			break
-		}
-		if c < 0x20 {
-			return p.errorf("control character %q in string", c)
-		}
-		p.i++
+		p.out = binary.AppendUvarint(p.out, uint64(len(s)))
+		p.out = append(p.out, s...)
+		p.i = end + 1
+		return nil
 	}
-	var buf []byte
-	buf = append(buf, p.src[start:p.i]...)
+	// Escapes: decoded straight into the output, behind a one-byte length
+	// that is widened at the end if the string turns out longer.
+	mark := len(p.out)
+	p.out = append(p.out, 0)
+	p.out = append(p.out, p.src[start:end]...)
+	p.i = end
 	for {
 		if p.i >= len(p.src) {
 			return p.errorf("unterminated string")
@@ -255,17 +250,24 @@ func (p *jsonParser) string() error {
 		switch {
 		case c == '"':
 			p.i++
-			if !utf8.Valid(buf) && !validWTF8(buf) {
+			s := p.out[mark+1:]
+			if !utf8.Valid(s) && !validWTF8(s) {
 				return &jsonError{offset: start, msg: "string is not valid UTF-8"}
 			}
-			p.out = binary.AppendUvarint(p.out, uint64(len(buf)))
-			p.out = append(p.out, buf...)
+			var n [binary.MaxVarintLen64]byte
+			w := binary.PutUvarint(n[:], uint64(len(s)))
+			if w > 1 {
+				p.out = append(p.out, n[:w-1]...) // room; the string moves up
+				copy(p.out[mark+w:], p.out[mark+1:len(p.out)-(w-1)])
+			}
+			copy(p.out[mark:], n[:w])
 			return nil
 		case c < 0x20:
 			return p.errorf("control character %q in string", c)
 		case c != '\\':
-			buf = append(buf, c)
-			p.i++
+			e, _ := plainEnd(p.src, p.i)
+			p.out = append(p.out, p.src[p.i:e]...)
+			p.i = e
 			continue
 		}
 		if p.i+1 >= len(p.src) {
@@ -275,17 +277,17 @@ func (p *jsonParser) string() error {
 		p.i += 2
 		switch esc {
 		case '"', '\\', '/':
-			buf = append(buf, esc)
+			p.out = append(p.out, esc)
 		case 'b':
-			buf = append(buf, '\b')
+			p.out = append(p.out, '\b')
 		case 'f':
-			buf = append(buf, '\f')
+			p.out = append(p.out, '\f')
 		case 'n':
-			buf = append(buf, '\n')
+			p.out = append(p.out, '\n')
 		case 'r':
-			buf = append(buf, '\r')
+			p.out = append(p.out, '\r')
 		case 't':
-			buf = append(buf, '\t')
+			p.out = append(p.out, '\t')
 		case 'u':
 			r, ok := p.hex4()
 			if !ok {
@@ -295,14 +297,47 @@ func (p *jsonParser) string() error {
 				save := p.i
 				p.i += 2
 				if r2, ok := p.hex4(); ok && r2 >= 0xDC00 && r2 <= 0xDFFF {
-					buf = utf8.AppendRune(buf, utf16.DecodeRune(r, r2))
+					p.out = utf8.AppendRune(p.out, utf16.DecodeRune(r, r2))
 					continue
 				}
 				p.i = save
 			}
-			buf = appendWTF8(buf, r)
+			p.out = appendWTF8(p.out, r)
 		default:
 			return p.errorf("invalid escape '\\%c'", esc)
+		}
+	}
+}
+
+// plainEnd is the offset of the first byte from i that ends a plain run of
+// a string: '"', a backslash or a control character; len(src) when there is
+// none. ascii says the run is all ASCII, so valid UTF-8 as it is. It tests
+// eight bytes at a time (each test flags a byte exactly; a borrow reaches no
+// byte above the first flagged one, which the byte loop then finds):
+// strings are most of the bytes a case holds.
+func plainEnd(src []byte, i int) (int, bool) {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	ascii := true
+	for {
+		for ; i+8 <= len(src); i += 8 {
+			v := binary.LittleEndian.Uint64(src[i:])
+			q, b := v^(ones*'"'), v^(ones*'\\')
+			if (v|(q-ones)&^q|(b-ones)&^b|(v-ones*0x20)&^v)&highs != 0 {
+				break
+			}
+		}
+		stop := min(i+8, len(src))
+		for ; i < stop; i++ {
+			c := src[i]
+			if c == '"' || c == '\\' || c < 0x20 {
+				return i, ascii
+			}
+			if c >= 0x80 {
+				ascii = false
+			}
+		}
+		if i >= len(src) {
+			return i, ascii
 		}
 	}
 }
