@@ -170,7 +170,7 @@ func datasetEntries(cases []engine.Case, done map[string]bool, shard shardSpec) 
 	var err error
 	go func() {
 		defer close(ch)
-		ids := newIDSet()
+		ids := newIDSet(0)
 		for i, c := range cases {
 			if prev, dup := ids.add(c.ID, i+1); dup {
 				err = &errDuplicate{id: c.ID, line: i + 1, prev: prev, what: "row"}

@@ -197,7 +197,11 @@ type idSet struct {
 	m    map[uint64]int
 }
 
-func newIDSet() *idSet { return &idSet{seed: maphash.MakeSeed(), m: map[uint64]int{}} }
+// newIDSet returns a set for about hint ids (0: unknown), sized at once so
+// that it does not grow and rehash as a large file is read.
+func newIDSet(hint int) *idSet {
+	return &idSet{seed: maphash.MakeSeed(), m: make(map[uint64]int, hint)}
+}
 
 // add records id at line; a repeat returns the line it was first seen on.
 func (s *idSet) add(id string, line int) (prev int, dup bool) {
