@@ -105,14 +105,24 @@ bench-cli: build
 	$(or $(PY),python3) -c "import json; l=[json.loads(x) for x in open('$(EXAMPLE)/cases.jsonl') if x.strip()]; open('bin/big.jsonl','w').write(''.join(json.dumps(dict(l[i%len(l)], id=f'c{i}'))+'\n' for i in range(200000)))"
 	./$(BIN) bench --metric $(EXAMPLE)/metric.py --cases 50000 --runs 5 --file bin/big.jsonl
 
-# A metric that does real work (difflib, ~200 us a case) on 4,000 cases:
-# skynet score with 1 and N worker processes (PROCESSES, default auto: one
-# per CPU), the plain script and a multiprocessing.Pool(N) script, as ratios,
-# with each path's peak RSS.
+# A metric that does real work (difflib, ~200 us a case) on 4,000 cases,
+# then the cheap graders written as the real ones are (testdata/cheap: a
+# gsm8k-style regex answer extractor, a normalised exact match, a token F1)
+# and the trivial exact match on 100,000 cases (CHEAP_CASES): skynet score
+# with 1 and N worker processes (PROCESSES, default auto: one per CPU), the
+# plain script and a multiprocessing.Pool(N) script, as ratios of wall time
+# and of CPU (user+sys of each process tree), with each path's peak RSS.
 PROCESSES ?= auto
+CHEAP_CASES ?= 100000
 bench-cpu: build
 	$(or $(PY),python3) testdata/difflib/make_cases.py 4000 > bin/difflib.jsonl
 	./$(BIN) bench --metric testdata/difflib/metric.py --file bin/difflib.jsonl --file-only --runs 5 --processes $(PROCESSES)
+	for g in gsm8k_regex exact_norm token_f1; do \
+	  $(or $(PY),python3) testdata/cheap/make_cases.py $$g $(CHEAP_CASES) > bin/cheap_$$g.jsonl && \
+	  ./$(BIN) bench --metric testdata/cheap/$$g/metric.py --file bin/cheap_$$g.jsonl --file-only --runs 5 --processes $(PROCESSES) || exit 1; \
+	done
+	$(or $(PY),python3) -c "import json; l=[json.loads(x) for x in open('$(EXAMPLE)/cases.jsonl') if x.strip()]; open('bin/trivial.jsonl','w').write(''.join(json.dumps(dict(l[i%len(l)], id=f'c{i}'))+'\n' for i in range($(CHEAP_CASES))))"
+	./$(BIN) bench --metric $(EXAMPLE)/metric.py --file bin/trivial.jsonl --file-only --runs 5 --processes $(PROCESSES)
 
 # skynet serve against skynet score on the same case files (internal/benchserve):
 # score's rate, serve's as 4 clients post NDJSON batches over loopback, and the

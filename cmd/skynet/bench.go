@@ -61,6 +61,12 @@ type benchReport struct {
 	// with more than one, the file is also scored with one, and by a
 	// multiprocessing.Pool script with as many processes.
 	Processes int `json:"processes"`
+	// CPUNSPerCase is, per --file path, the median CPU time a case cost:
+	// user and system time of the command and every process it waited for
+	// (wait4's rusage), steadier than wall time on a shared machine.
+	CPUNSPerCase map[string]float64 `json:"cpu_ns_per_case,omitempty"`
+	// CPUSamples are every run's CPU ns/case per --file path, in run order.
+	CPUSamples map[string][]float64 `json:"cpu_samples,omitempty"`
 	// PeakRSSMB is, per --file path, the most memory its processes held at
 	// once (the sum of their resident sets, MiB), measured in a pass of its
 	// own after the timed runs.
@@ -91,6 +97,9 @@ var benchBars = []struct {
 	{"processes_speedup", 0, false}, // the limit is 0.85 x N, set per run
 	{"python_pool_vs_skynet_score", 1, false},
 	{"python_script_vs_skynet_score_1", 0.95, false},
+	// CPU, user+sys of the process trees: what skynet spends beside
+	// python3 running the plain script (the cheap graders' bar).
+	{"skynet_score_cpu_vs_python_script", 1.2, true},
 }
 
 // trivialMetricNS is the most a metric may take a case in the pure-Python
@@ -234,7 +243,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	os.WriteFile(script, []byte(plainScript), 0o644)
 	os.WriteFile(poolPy, []byte(poolScript), 0o644)
 
-	b := &bench{rss: map[string]float64{}, e: e, cases: cases, lines: lines, python: *python, metric: *metric, worker: worker, workerTimeout: *workerTimeout}
+	b := &bench{rss: map[string]float64{}, cpu: map[string][]float64{}, e: e, cases: cases, lines: lines, python: *python, metric: *metric, worker: worker, workerTimeout: *workerTimeout}
 	// The baselines call score with no Skynet around it: a metric that
 	// calls skynet.observation() (or another per-case function) in score
 	// cannot run there. Found on one case before anything is timed.
@@ -328,6 +337,12 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	for k, v := range samples {
 		rep.NSPerCase[k] = median(v)
 	}
+	if len(b.cpu) > 0 {
+		rep.CPUNSPerCase, rep.CPUSamples = map[string]float64{}, b.cpu
+		for k, v := range b.cpu {
+			rep.CPUNSPerCase[k] = median(v)
+		}
+	}
 	ns := rep.NSPerCase
 	if engineOnly != "" {
 		if *asJSON {
@@ -361,6 +376,9 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 			rep.Ratios["python_pool_vs_skynet_score"] = ns["python_pool_file"] / ns["skynet_score_file"]
 		}
 		rep.Ratios["python_script_vs_skynet_score_1"] = ns["python_script_file"] / ns[one]
+		if cpu := rep.CPUNSPerCase; cpu["python_script_file"] > 0 {
+			rep.Ratios["skynet_score_cpu_vs_python_script"] = cpu["skynet_score_file"] / cpu["python_script_file"]
+		}
 	}
 	rep.grade(nProcs)
 	if *asJSON {
@@ -382,7 +400,11 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	}
 	sort.Slice(names, func(i, j int) bool { return ns[names[i]] < ns[names[j]] })
 	for _, k := range names {
-		fmt.Fprintf(stdout, "  %-24s %14s ns/case\n", k, strconv.FormatFloat(ns[k], 'f', 0, 64))
+		cpu := ""
+		if c, ok := rep.CPUNSPerCase[k]; ok {
+			cpu = fmt.Sprintf(" wall, %s ns/case CPU (user+sys)", strconv.FormatFloat(c, 'f', 0, 64))
+		}
+		fmt.Fprintf(stdout, "  %-24s %14s ns/case%s\n", k, strconv.FormatFloat(ns[k], 'f', 0, 64), cpu)
 	}
 	fmt.Fprintln(stdout)
 	rep.printRatios(stdout, nProcs)
@@ -509,9 +531,10 @@ type bench struct {
 
 	fileScores     []float64 // the first file path's, to check the others against
 	fileScoresFrom string
-	step           string             // the path being timed
-	measuring      bool               // file paths run to measure memory, untimed
-	rss            map[string]float64 // peak RSS of the process tree, MiB, by --file path
+	step           string               // the path being timed
+	measuring      bool                 // file paths run to measure memory, untimed
+	rss            map[string]float64   // peak RSS of the process tree, MiB, by --file path
+	cpu            map[string][]float64 // CPU (user+sys of the process tree) per case, ns, by --file path, every run
 }
 
 func (b *bench) engine() (float64, error) {
@@ -889,6 +912,10 @@ func (b *bench) timeFile(file, out, name string, args ...string) (float64, error
 		return 0, fmt.Errorf("%v: %s", err, msg)
 	}
 	ns := float64(time.Since(start).Nanoseconds()) / float64(lines)
+	// wait4's rusage: the process and every descendant it waited for (the
+	// worker processes, the Pool's), user and system time.
+	cpu := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	b.cpu[b.step] = append(b.cpu[b.step], float64(cpu.Nanoseconds())/float64(lines))
 	scores, err := fileScores(out)
 	if err != nil {
 		return 0, err

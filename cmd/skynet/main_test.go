@@ -361,7 +361,12 @@ func TestBenchFileOnly(t *testing.T) {
 		"--file", "../../testdata/difflib/cases.jsonl", "--file-only", "--processes", "1")
 	assert.Equal(t, 1, rep.Processes)
 	assert.ElementsMatch(t, []string{"skynet_score_file", "python_script_file"}, slices.Collect(maps.Keys(rep.NSPerCase)))
-	assert.ElementsMatch(t, []string{"python_script_vs_skynet_score", "python_script_vs_skynet_score_1"}, slices.Collect(maps.Keys(rep.Ratios)))
+	assert.ElementsMatch(t, []string{"python_script_vs_skynet_score", "python_script_vs_skynet_score_1", "skynet_score_cpu_vs_python_script"}, slices.Collect(maps.Keys(rep.Ratios)))
+	for _, k := range []string{"skynet_score_file", "python_script_file"} {
+		assert.Greater(t, rep.CPUNSPerCase[k], 0.0, "CPU of %s", k)
+		assert.Len(t, rep.CPUSamples[k], 1, "CPU of %s, every run", k)
+	}
+	assert.InDelta(t, rep.CPUNSPerCase["skynet_score_file"]/rep.CPUNSPerCase["python_script_file"], rep.Ratios["skynet_score_cpu_vs_python_script"], 1e-9)
 	code, _, errOut := skynet("bench", "--metric", "../../testdata/difflib/metric.py", "--file-only")
 	assert.Equal(t, exitUsage, code)
 	assert.Contains(t, errOut, "--file-only needs --file")
