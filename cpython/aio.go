@@ -90,9 +90,9 @@ func (c *Caller) ServeAsync(o AsyncOptions, host AsyncHost) error {
 	defer h.Delete()
 	var run *C.PyObject
 	if o.Run != nil {
-		run = o.Run.p
+		run = o.Run.ptr()
 	}
-	rc := C.sky_aio_serve(c.s, o.Driver.p, o.Score.p, run, C.int(o.Wake), C.int(o.Limit), C.double(o.Timeout.Seconds()),
+	rc := C.sky_aio_serve(c.ptr(), o.Driver.ptr(), o.Score.ptr(), run, C.int(o.Wake), C.int(o.Limit), C.double(o.Timeout.Seconds()),
 		C.double(o.RunTimeout.Seconds()), c.s.logs_limit, C.uint64_t(o.Token), C.uintptr_t(o.Context), C.uintptr_t(h))
 	_, err := c.result(rc)
 	return err

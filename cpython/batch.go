@@ -62,6 +62,15 @@ func (b *Batch) Reset(n int) bool {
 	return true
 }
 
+// ptr is the C batch; a use after Free panics here rather than handing C a
+// NULL to crash on.
+func (b *Batch) ptr() *C.sky_batch {
+	if b.b == nil {
+		panic("cpython: Batch used after Free")
+	}
+	return b.b
+}
+
 // Free releases the batch. Idempotent; never while ScoreBatch runs on it.
 func (b *Batch) Free() {
 	if b.b != nil {
@@ -71,19 +80,19 @@ func (b *Batch) Free() {
 }
 
 // Claim takes case i back if it has not started: it will not run.
-func (b *Batch) Claim(i int) bool { return C.sky_slot_claim(b.b, C.int(i)) != 0 }
+func (b *Batch) Claim(i int) bool { return C.sky_slot_claim(b.ptr(), C.int(i)) != 0 }
 
 // State is case i's slot state.
-func (b *Batch) State(i int) int { return int(C.sky_slot_state(b.b, C.int(i))) }
+func (b *Batch) State(i int) int { return int(C.sky_slot_state(b.ptr(), C.int(i))) }
 
 // Took is the time the cases finished so far took together (each case's
 // Elapsed); read it once ScoreBatch has returned.
-func (b *Batch) Took() time.Duration { return time.Duration(b.b.took_ns) }
+func (b *Batch) Took() time.Duration { return time.Duration(b.ptr().took_ns) }
 
 // Current returns the case running now (-1 when none) and how long it has run.
 func (b *Batch) Current() (int, time.Duration) {
 	var started C.int64_t
-	cur := int(C.sky_batch_current(b.b, &started))
+	cur := int(C.sky_batch_current(b.ptr(), &started))
 	if cur < 0 {
 		return -1, 0
 	}
@@ -109,7 +118,10 @@ type SlotView struct {
 
 // Slot views case i. For a batch whose ScoreBatch call has returned, any
 // slot; while it runs, only slots whose State is SlotDone.
-func (b *Batch) Slot(i int) SlotView { return slotView(&b.slots[i]) }
+func (b *Batch) Slot(i int) SlotView {
+	b.ptr()
+	return slotView(&b.slots[i])
+}
 
 func slotView(s *C.sky_slot) SlotView {
 	v := SlotView{State: int(s.state), OK: s.status == C.SKY_OK, RunFailed: s.status == C.SKY_RUNERR,
@@ -124,7 +136,7 @@ func slotView(s *C.sky_slot) SlotView {
 }
 
 // Running reports whether the case running is in its run phase (not score).
-func (b *Batch) Running() bool { return C.sky_batch_phase(b.b) == C.SKY_PHASE_RUN }
+func (b *Batch) Running() bool { return C.sky_batch_phase(b.ptr()) == C.SKY_PHASE_RUN }
 
 // SplitValue returns the first encoded value of data and what follows it.
 func SplitValue(data []byte) (first, rest []byte, err error) {
@@ -202,7 +214,8 @@ func (c *Caller) ScoreBatch(b *Batch, fn, run *Object, nargs int, args *BatchArg
 	if len(args.Offsets) != b.n*nargs || (args.IDs != nil && len(args.IDs) != len(args.Offsets)) {
 		panic("cpython: ScoreBatch needs one offset and id per argument")
 	}
-	b.b.budget_ns = C.int64_t(budget)
+	cb := b.ptr()
+	cb.budget_ns = C.int64_t(budget)
 	p, n := cbytes(args.Buf)
 	var op *C.size_t
 	if len(args.Offsets) > 0 {
@@ -218,9 +231,9 @@ func (c *Caller) ScoreBatch(b *Batch, fn, run *Object, nargs int, args *BatchArg
 	}
 	var rp *C.PyObject
 	if run != nil {
-		rp = run.p
+		rp = run.ptr()
 	}
-	done := C.sky_score_batch(c.s, b.b, fn.p, rp, C.int(nargs), p, n, op, ip, cc, C.uint64_t(tokenBase),
+	done := C.sky_score_batch(c.ptr(), cb, fn.ptr(), rp, C.int(nargs), p, n, op, ip, cc, C.uint64_t(tokenBase),
 		C.int(mode), C.uintptr_t(context))
 	runtime.KeepAlive(args)
 	return int(done)
@@ -233,6 +246,7 @@ func (c *Caller) ScoreBatch(b *Batch, fn, run *Object, nargs int, args *BatchArg
 // no memory. Safe for concurrent use.
 type ArgCache struct {
 	c        atomic.Pointer[C.sky_argcache] // made on first use
+	closed   atomic.Bool
 	mu       sync.Mutex
 	ids      map[string]int32    // encoded value -> id
 	json     map[uint64]jsonMemo // hash of a JSON text -> the text, its encoding and id
@@ -276,6 +290,9 @@ func NewArgCache(maxBytes int) (*ArgCache, error) {
 // objects is the C cache, or nil when it cannot be made (the batch then
 // runs uncached).
 func (a *ArgCache) objects() *C.sky_argcache {
+	if a.closed.Load() {
+		panic("cpython: ArgCache used after Close")
+	}
 	if c := a.c.Load(); c != nil {
 		return c
 	}
@@ -356,6 +373,7 @@ func (a *ArgCache) AppendJSON(dst, text []byte) ([]byte, int32, error) {
 // Close drops the cached objects (taking the GIL). Idempotent; not while a
 // ScoreBatch uses the cache.
 func (a *ArgCache) Close() {
+	a.closed.Store(true)
 	if c := a.c.Swap(nil); c != nil {
 		C.sky_argcache_free(c)
 	}

@@ -145,3 +145,46 @@ func TestDecodeScorePair(t *testing.T) {
 	require.False(t, ok)
 	require.NoError(t, err, "another value is not an error")
 }
+
+// TestUseAfterFree checks that a Batch, Caller, ArgCache or Object used
+// after it was freed panics with a message naming it, rather than handing C
+// a NULL pointer to crash the process on.
+func TestUseAfterFree(t *testing.T) {
+	b, err := NewBatch(2)
+	require.NoError(t, err)
+	b.Free()
+	b.Free() // idempotent
+	require.PanicsWithValue(t, "cpython: Batch used after Free", func() { b.Claim(0) })
+	require.PanicsWithValue(t, "cpython: Batch used after Free", func() { b.State(0) })
+	require.PanicsWithValue(t, "cpython: Batch used after Free", func() { b.Slot(0) })
+	require.PanicsWithValue(t, "cpython: Batch used after Free", func() { b.Current() })
+	require.False(t, b.Reset(1))
+
+	c, err := NewCaller(1 << 10)
+	require.NoError(t, err)
+	c.Close()
+	c.Close()
+	fn := function(t, "score", "def score(input, output, expected=None):\n    return 1.0\n")
+	require.PanicsWithValue(t, "cpython: Caller used after Close", func() {
+		c.Call(fn, nil, 0, 0, false, 0)
+	})
+
+	live, err := NewCaller(1 << 10)
+	require.NoError(t, err)
+	defer live.Close()
+	cache, err := NewArgCache(1 << 10)
+	require.NoError(t, err)
+	cache.Close()
+	batch, err := NewBatch(1)
+	require.NoError(t, err)
+	defer batch.Free()
+	args := &BatchArgs{Offsets: []uint64{0, 0, 0}, Buf: nil}
+	require.PanicsWithValue(t, "cpython: ArgCache used after Close", func() {
+		live.ScoreBatch(batch, fn, nil, 3, args, cache, 1, 0, 0, time.Second)
+	})
+
+	release(fn)
+	require.PanicsWithValue(t, "cpython: Object used after Release", func() {
+		live.Call(fn, nil, 0, 0, false, 0)
+	})
+}

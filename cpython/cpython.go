@@ -245,10 +245,10 @@ func initializeLocked(cfg Config) error {
 	}
 	if C.sky_initialize(cstr(program), cstr(cfg.Home), C.int(len(cfg.argv)), argv,
 		cstr(hostSource), C.size_t(cfg.MemoryLimit), cbool(cfg.MainThread), &errBuf) != 0 {
-		if err := decodeError(bufBytes(&errBuf)); err != nil {
-			return fmt.Errorf("cpython: starting the interpreter: %w", err)
+		if errBuf.len == 0 { // failed before Python could say why
+			return errors.New("cpython: starting the interpreter failed")
 		}
-		return errors.New("cpython: starting the interpreter failed")
+		return fmt.Errorf("cpython: starting the interpreter: %w", decodeError(bufBytes(&errBuf)))
 	}
 	return nil
 }

@@ -114,16 +114,19 @@ void sky_scratch_free(sky_scratch *s);
 int sky_call_gil(sky_scratch *s, PyObject *fn, const char *in, size_t inlen, int nargs,
                  uint64_t token, int capture, uintptr_t context);
 
-// These need the GIL (sky_enter).
+// These need the GIL (sky_enter). fn, first and obj are borrowed. On SKY_OK,
+// *result, where there is one, is a new reference the caller owns (release it with sky_decref);
+// on an error it is NULL and s->out holds the encoded error.
 int sky_call(sky_scratch *s, PyObject *fn, PyObject *first, const char *in, size_t inlen,
              int nargs, uint64_t token, int capture, uintptr_t context);
 int sky_call_obj(sky_scratch *s, PyObject *fn, const char *in, size_t inlen, int nargs,
-                 PyObject **result);
+                 PyObject **result /* new reference */);
 int sky_exec_module(sky_scratch *s, const char *name, const char *filename, const char *source,
-                    PyObject **result);
-int sky_getattr(sky_scratch *s, PyObject *obj, const char *name, PyObject **result);
+                    PyObject **result /* new reference */);
+int sky_getattr(sky_scratch *s, PyObject *obj, const char *name,
+                PyObject **result /* new reference */);
 int sky_encode_obj(sky_scratch *s, PyObject *obj);
-void sky_decref(PyObject *o);
+void sky_decref(PyObject *o); // steals o's reference; NULL is ignored
 
 // Batches (batch.c): many calls of one function under one GIL hold, with
 // per-case results published as they finish so a watchdog on another thread

@@ -51,6 +51,15 @@ func NewCaller(logsLimit int) (*Caller, error) {
 	return &Caller{s: s}, nil
 }
 
+// ptr is the C scratch; a use after Close panics here rather than handing C
+// a NULL to crash on.
+func (c *Caller) ptr() *C.sky_scratch {
+	if c.s == nil {
+		panic("cpython: Caller used after Close")
+	}
+	return c.s
+}
+
 // Close frees the buffers. Idempotent.
 func (c *Caller) Close() {
 	if c.s != nil {
@@ -79,7 +88,7 @@ func cbytes(b []byte) (*C.char, C.size_t) {
 // running thread's state (sky_current_thread in host.h).
 func (c *Caller) Call(fn *Object, args []byte, nargs int, token uint64, capture bool, context uintptr) (any, error) {
 	p, n := cbytes(args)
-	rc := C.sky_call_gil(c.s, fn.p, p, n, C.int(nargs), C.uint64_t(token), cbool(capture), C.uintptr_t(context))
+	rc := C.sky_call_gil(c.ptr(), fn.ptr(), p, n, C.int(nargs), C.uint64_t(token), cbool(capture), C.uintptr_t(context))
 	runtime.KeepAlive(args)
 	return c.result(rc)
 }
@@ -91,7 +100,7 @@ func cbool(b bool) C.int {
 	return 0
 }
 
-func (c *Caller) out() []byte { return bufBytes(&c.s.out) }
+func (c *Caller) out() []byte { return bufBytes(&c.ptr().out) }
 
 func (c *Caller) result(rc C.int) (any, error) {
 	switch rc {
@@ -106,7 +115,7 @@ func (c *Caller) result(rc C.int) (any, error) {
 // logs returns the output captured by the last capturing call and whether it
 // was cut at the limit.
 func (c *Caller) logs() (string, bool) {
-	return string(bufBytes(&c.s.logs)), c.s.logs_truncated != 0
+	return string(bufBytes(&c.ptr().logs)), c.s.logs_truncated != 0
 }
 
 // currentContext returns the context value of the call running on this OS thread,
@@ -161,9 +170,9 @@ func (g *GIL) CallValueWith(fn, obj *Object, args ...any) (any, error) {
 	p, n := cbytes(buf)
 	var first *C.PyObject
 	if obj != nil {
-		first = obj.p
+		first = obj.ptr()
 	}
-	rc := C.sky_call(g.c.s, fn.p, first, p, n, C.int(len(args)), 0, 0, 0)
+	rc := C.sky_call(g.c.ptr(), fn.ptr(), first, p, n, C.int(len(args)), 0, 0, 0)
 	runtime.KeepAlive(buf)
 	return g.c.result(rc)
 }
@@ -187,7 +196,7 @@ func (g *GIL) CallObject(fn *Object, args ...any) (*Object, error) {
 	}
 	p, n := cbytes(buf)
 	var res *C.PyObject
-	rc := C.sky_call_obj(g.c.s, fn.p, p, n, C.int(len(args)), &res)
+	rc := C.sky_call_obj(g.c.ptr(), fn.ptr(), p, n, C.int(len(args)), &res)
 	runtime.KeepAlive(buf)
 	if rc != C.SKY_OK {
 		return nil, decodeError(g.c.out())
@@ -202,7 +211,7 @@ func (g *GIL) ExecModule(name, filename, source string) (*Object, error) {
 	defer C.free(unsafe.Pointer(cf))
 	defer C.free(unsafe.Pointer(cs))
 	var res *C.PyObject
-	if C.sky_exec_module(g.c.s, cn, cf, cs, &res) != C.SKY_OK {
+	if C.sky_exec_module(g.c.ptr(), cn, cf, cs, &res) != C.SKY_OK {
 		return nil, decodeError(g.c.out())
 	}
 	return &Object{p: res}, nil
@@ -213,7 +222,7 @@ func (g *GIL) Attr(obj *Object, name string) (*Object, error) {
 	cn := C.CString(name)
 	defer C.free(unsafe.Pointer(cn))
 	var res *C.PyObject
-	if C.sky_getattr(g.c.s, obj.p, cn, &res) != C.SKY_OK {
+	if C.sky_getattr(g.c.ptr(), obj.ptr(), cn, &res) != C.SKY_OK {
 		return nil, decodeError(g.c.out())
 	}
 	return &Object{p: res}, nil
@@ -221,7 +230,7 @@ func (g *GIL) Attr(obj *Object, name string) (*Object, error) {
 
 // value decodes obj into Go values.
 func (g *GIL) value(obj *Object) (any, error) {
-	if C.sky_encode_obj(g.c.s, obj.p) != C.SKY_OK {
+	if C.sky_encode_obj(g.c.ptr(), obj.p) != C.SKY_OK {
 		return nil, decodeError(g.c.out())
 	}
 	return Decode(g.c.out())
@@ -239,4 +248,13 @@ func (g *GIL) Release(obj *Object) {
 // with the GIL held: through a Caller or a GIL.
 type Object struct {
 	p *C.PyObject
+}
+
+// ptr is the object; a use after Release panics here rather than handing C
+// a NULL to crash on.
+func (o *Object) ptr() *C.PyObject {
+	if o.p == nil {
+		panic("cpython: Object used after Release")
+	}
+	return o.p
 }
