@@ -12,7 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Defects a new user met (issue 17), each pinned by a test.
+// What a user is told when a case file, dataset, split, metric or merge part
+// is not what the command reads, and what every line still gets.
 
 const datasetDir = "../../testdata/dataset/"
 

@@ -62,14 +62,11 @@ func main() {
 }
 
 // envModels is the model configuration read from the environment before
-// the API keys are removed from it (so Python code never sees them);
-// startEnv is the environment as it was, for the child processes that run
-// Python (they scrub it the same way).
-var envModels, startEnv = func() (llm.Config, []string) {
-	env := os.Environ()
+// the API keys are removed from it, so Python code never sees them.
+var envModels = func() llm.Config {
 	c := llm.ConfigFromEnv()
 	llm.ScrubEnv()
-	return c, env
+	return c
 }()
 
 // modelFlags are the flags that configure skynet.llm().

@@ -15,22 +15,6 @@ import (
 	"github.com/skynetml/skynet/pool"
 )
 
-// openEngine builds the model client from the flags and opens the engine.
-// A non-zero code means stop with it; otherwise closeFn closes both.
-func openEngine(cmd string, stderr io.Writer, models modelFlags, opts engine.Options) (e *engine.Engine, client *llm.Client, closeFn func(), code int) {
-	client, err := models.client()
-	if err != nil {
-		fmt.Fprintf(stderr, "skynet %s: %v\n", cmd, err)
-		return nil, nil, nil, exitUsage
-	}
-	opts.LLM = client
-	if e, err = engine.Open(opts); err != nil {
-		client.Close()
-		return nil, nil, nil, openFailed(stderr, cmd, err)
-	}
-	return e, client, func() { e.Close(); client.Close() }, exitOK
-}
-
 // supervisorFlags are the flags of score, eval and check that size and
 // bound the worker processes running Python (package pool).
 type supervisorFlags struct {
