@@ -418,7 +418,13 @@ type CaseReader struct {
 
 // NewCaseReader reads cases from r.
 func NewCaseReader(r io.Reader) *CaseReader {
-	return &CaseReader{r: bufio.NewReaderSize(r, 1<<16)}
+	size := 1 << 16
+	// Bytes in memory (a request's body) need no more buffer than they
+	// are: a one-case request should not cost a 64 KiB allocation.
+	if m, ok := r.(interface{ Len() int }); ok && m.Len() < size {
+		size = m.Len() + 1
+	}
+	return &CaseReader{r: bufio.NewReaderSize(r, size)}
 }
 
 // Next returns the next case. At the end it returns io.EOF; a read failure is

@@ -137,6 +137,9 @@ type Stats struct {
 	Notices []string
 	// Models counts llm() calls, tokens and cost by role (the client's).
 	Models map[llm.Role]llm.Stats
+	// GaveUp says why the pool stopped restarting workers (--max-crashes):
+	// every case since gets a crash result unrun. Empty while it scores.
+	GaveUp string
 }
 
 // event is what a process's goroutines report to the dispatcher.
@@ -420,20 +423,10 @@ func (p *Pool) Run(ctx context.Context, tasks <-chan []*Task) <-chan []*Task {
 // input (and expected); the worker runs run(artifact, input) and scores
 // what it returns. artifact crosses as JSON.
 func (p *Pool) RunProgram(ctx context.Context, artifact any, tasks <-chan []*Task) (<-chan []*Task, error) {
-	if p.opts.Program == "" {
-		return nil, errors.New("pool: no program: open the pool with Options.Program")
-	}
-	b, err := json.Marshal(artifact)
+	id, err := p.addArtifact(artifact)
 	if err != nil {
-		return nil, fmt.Errorf("pool: the artifact: %w", err)
+		return nil, err
 	}
-	req := artReq{value: b, id: make(chan uint32, 1)}
-	select {
-	case p.artReqs <- req:
-	case <-p.loopDone:
-		return nil, engine.ErrClosed
-	}
-	id := <-req.id
 	out := p.run(ctx, id, tasks)
 	done := make(chan []*Task, cap(out))
 	go func() { // the artifact is dropped once its stream is done
@@ -441,21 +434,127 @@ func (p *Pool) RunProgram(ctx context.Context, artifact any, tasks <-chan []*Tas
 			done <- b
 		}
 		close(done)
-		select {
-		case p.artReqs <- artReq{drop: id}:
-		case <-p.loopDone:
-		}
+		p.dropArtifact(id)
 	}()
 	return done, nil
 }
 
-// stream is one Run: the tasks in its window, in a ring by their seq.
+// RunTasks is Run for tasks in memory (a request's), on the calling
+// goroutine: no goroutine or channel of its own, so a request of one case
+// costs little more than the case. It yields every task, in order, in
+// batches as they finish; once ctx ends, the rest come canceled at once.
+func (p *Pool) RunTasks(ctx context.Context, tasks []*Task) iter.Seq[[]*Task] {
+	return func(yield func([]*Task) bool) { p.runTasks(ctx, 0, tasks, yield) }
+}
+
+// RunProgramTasks is RunTasks for a program's cases (see RunProgram).
+func (p *Pool) RunProgramTasks(ctx context.Context, artifact any, tasks []*Task) (iter.Seq[[]*Task], error) {
+	id, err := p.addArtifact(artifact)
+	if err != nil {
+		return nil, err
+	}
+	return func(yield func([]*Task) bool) {
+		defer p.dropArtifact(id)
+		p.runTasks(ctx, id, tasks, yield)
+	}, nil
+}
+
+// addArtifact gives the workers an artifact (as JSON) and returns its id.
+func (p *Pool) addArtifact(artifact any) (uint32, error) {
+	if p.opts.Program == "" {
+		return 0, errors.New("pool: no program: open the pool with Options.Program")
+	}
+	b, err := json.Marshal(artifact)
+	if err != nil {
+		return 0, fmt.Errorf("pool: the artifact: %w", err)
+	}
+	req := artReq{value: b, id: make(chan uint32, 1)}
+	select {
+	case p.artReqs <- req:
+	case <-p.loopDone:
+		return 0, engine.ErrClosed
+	}
+	return <-req.id, nil
+}
+
+// dropArtifact forgets an artifact whose cases are all answered.
+func (p *Pool) dropArtifact(id uint32) {
+	select {
+	case p.artReqs <- artReq{drop: id}:
+	case <-p.loopDone:
+	}
+}
+
+func (p *Pool) runTasks(ctx context.Context, art uint32, tasks []*Task, yield func([]*Task) bool) {
+	s := &stream{id: streamSeq.Add(1), ctx: ctx, wake: make(chan struct{}, 1)}
+	for i, t := range tasks {
+		t.seq, t.s, t.art, t.withRun = i, s, art, art != 0
+	}
+	n := p.window()
+	fed, next := 0, 0
+	for next < len(tasks) {
+		if fed < len(tasks) && fed-next < n && ctx.Err() == nil {
+			k := min(len(tasks)-fed, n-(fed-next))
+			p.submitTasks(tasks[fed : fed+k])
+			fed += k
+		}
+		k := next
+		for k < fed && tasks[k].state.Load() == taskDone {
+			k++
+		}
+		if k > next {
+			if !yield(tasks[next:k]) {
+				return
+			}
+			next = k
+			continue
+		}
+		select {
+		case <-s.wake:
+		case <-ctx.Done():
+			cancelRest(tasks[next:], ctx)
+			yield(tasks[next:])
+			return
+		}
+	}
+}
+
+// submitTasks hands tasks to the dispatcher; those with a Result already
+// finish here.
+func (p *Pool) submitTasks(tasks []*Task) {
+	send := make([]*Task, 0, len(tasks))
+	for _, t := range tasks {
+		if t.Result != nil {
+			t.finish(RecordOf(*t.Result, t.withRun))
+			continue
+		}
+		send = append(send, t)
+	}
+	if len(send) == 0 {
+		return
+	}
+	select {
+	case p.submit <- send:
+	case <-p.loopDone:
+		for _, t := range send {
+			t.made(engine.KindCanceled, "not scored: "+engine.ErrClosed.Error())
+		}
+	}
+}
+
+// stream is one Run: the tasks fed and not yet handed back, in order. The
+// queue grows with what is fed, up to the pool's window, so a Run of one
+// case costs what one case costs (a request of one sample to serve).
 type stream struct {
 	id   int64 // in the order Run was called
 	ctx  context.Context
-	ring []*Task
-	fed  atomic.Int64 // tasks placed in ring
-	wake chan struct{}
+	wake chan struct{} // a task finished, or more were fed
+	room chan struct{} // the consumer made room in a full window
+
+	mu       sync.Mutex
+	q        []*Task // fed, not yet handed back; q[0] is the next out
+	fedAll   bool    // the feeder is done: no task comes after q
+	canceled bool    // the consumer gave the rest canceled results
 }
 
 func (s *stream) signal() {
@@ -467,102 +566,51 @@ func (s *stream) signal() {
 
 var streamSeq atomic.Int64
 
+// window is how many tasks a Run holds at most: enough to keep every
+// worker's batches full while results wait for a slow case before them.
 func (p *Pool) window() int { return (p.want + 2) * maxInflight }
 
 func (p *Pool) run(ctx context.Context, art uint32, in <-chan []*Task) <-chan []*Task {
 	n := p.window()
-	s := &stream{id: streamSeq.Add(1), ctx: ctx, ring: make([]*Task, n), wake: make(chan struct{}, 1)}
+	s := &stream{id: streamSeq.Add(1), ctx: ctx, wake: make(chan struct{}, 1), room: make(chan struct{}, 1)}
 	out := make(chan []*Task, 16)
-	room := make(chan struct{}, n) // a token per task in the window
-	for range n {
-		room <- struct{}{}
-	}
-	inputDone := make(chan struct{})
-	go func() { // the feeder
-		// Deferred calls run last first: inputDone is closed before the
-		// consumer is woken, or it could take the wake-up, find inputDone
-		// still open, and wait for another that never comes.
-		defer s.signal()
-		defer close(inputDone)
-		seq := 0
-		for {
-			var batch []*Task
-			select {
-			case b, ok := <-in:
-				if !ok {
-					return
-				}
-				batch = b
-			case <-ctx.Done():
-				return // the rest of the input is not read
-			}
-			var send []*Task
-			for _, t := range batch {
-				select {
-				case <-room:
-				case <-ctx.Done():
-					return
-				}
-				t.seq, t.s, t.art, t.withRun = seq, s, art, art != 0
-				s.ring[seq%n] = t
-				seq++
-				s.fed.Store(int64(seq))
-				if t.Result != nil {
-					t.finish(RecordOf(*t.Result, t.withRun))
-					continue
-				}
-				send = append(send, t)
-			}
-			if len(send) > 0 {
-				select {
-				case p.submit <- send:
-				case <-p.loopDone:
-					for _, t := range send {
-						t.made(engine.KindCanceled, "not scored: "+engine.ErrClosed.Error())
-					}
-				}
-			}
-			s.signal()
-		}
-	}()
+	go p.feed(s, art, n, in)
 	go func() { // the consumer: results in order
 		defer close(out)
-		next := 0
 		for {
-			fed := int(s.fed.Load())
-			var batch []*Task
-			for next < fed {
-				t := s.ring[next%n]
-				if t.state.Load() != taskDone {
-					break
-				}
-				s.ring[next%n] = nil
-				batch = append(batch, t)
-				next++
+			s.mu.Lock()
+			k := 0
+			for k < len(s.q) && s.q[k].state.Load() == taskDone {
+				k++
 			}
-			if len(batch) > 0 {
-				out <- batch
-				for range batch {
-					room <- struct{}{}
+			var batch []*Task
+			if k > 0 {
+				batch = slices.Clone(s.q[:k])
+				clear(s.q[:k])
+				s.q = s.q[k:]
+			}
+			end := s.fedAll && len(s.q) == 0
+			s.mu.Unlock()
+			if k > 0 {
+				select {
+				case s.room <- struct{}{}:
+				default:
 				}
+				out <- batch
 				continue
 			}
-			select {
-			case <-inputDone:
-				if next == int(s.fed.Load()) {
-					return
-				}
-			default:
+			if end {
+				return
 			}
 			select {
 			case <-s.wake:
 			case <-ctx.Done():
-				<-inputDone // the feeder stops at ctx.Done: no task comes in after it
-				cancelRest(s, next, n, ctx)
-				var rest []*Task
-				for fed := int(s.fed.Load()); next < fed; next++ {
-					rest = append(rest, s.ring[next%n])
-				}
+				s.mu.Lock()
+				s.canceled = true // the feeder stops at ctx.Done: no task comes in after this
+				rest := s.q
+				s.q = nil
+				s.mu.Unlock()
+				cancelRest(rest, ctx)
 				if len(rest) > 0 {
 					out <- rest
 				}
@@ -573,11 +621,59 @@ func (p *Pool) run(ctx context.Context, art uint32, in <-chan []*Task) <-chan []
 	return out
 }
 
-// cancelRest gives the stream's unfinished tasks canceled results.
-func cancelRest(s *stream, next, n int, ctx context.Context) {
+// feed reads Run's input into s's queue, at most n tasks at a time, and
+// submits what needs a worker. Tasks with a Result already finish here.
+func (p *Pool) feed(s *stream, art uint32, n int, in <-chan []*Task) {
+	defer s.signal()
+	defer func() {
+		s.mu.Lock()
+		s.fedAll = true
+		s.mu.Unlock()
+	}()
+	seq := 0
+	for {
+		var batch []*Task
+		select {
+		case b, ok := <-in:
+			if !ok {
+				return
+			}
+			batch = b
+		case <-s.ctx.Done():
+			return // the rest of the input is not read
+		}
+		for len(batch) > 0 {
+			s.mu.Lock()
+			if s.canceled {
+				s.mu.Unlock()
+				return
+			}
+			k := min(len(batch), n-len(s.q))
+			for _, t := range batch[:k] {
+				t.seq, t.s, t.art, t.withRun = seq, s, art, art != 0
+				seq++
+			}
+			s.q = append(s.q, batch[:k]...)
+			s.mu.Unlock()
+			if k == 0 {
+				select { // the window is full: wait for the consumer
+				case <-s.room:
+				case <-s.ctx.Done():
+					return
+				}
+				continue
+			}
+			p.submitTasks(batch[:k])
+			batch = batch[k:]
+			s.signal()
+		}
+	}
+}
+
+// cancelRest gives a stream's unfinished tasks canceled results.
+func cancelRest(rest []*Task, ctx context.Context) {
 	why := ctx.Err()
-	for i, fed := next, int(s.fed.Load()); i < fed; i++ {
-		t := s.ring[i%n]
+	for _, t := range rest {
 		if !t.made(engine.KindCanceled, fmt.Sprintf("not scored: %v", why)) {
 			for t.state.Load() != taskDone {
 				runtime.Gosched() // a result being set

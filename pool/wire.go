@@ -133,13 +133,17 @@ func knownFrame(t byte) bool {
 
 // frameWriter is the worker's side of the results pipe. Results are
 // gathered into one frame and written by a flusher goroutine: at once when
-// it is idle, at most every flushGap under load, so a crash loses at most
-// the results of the last flushGap and a fast run pays one write for many
-// results.
+// it is idle or holds the result of every case read (nothing more is
+// coming that the parent waits for), otherwise at most every flushGap, so
+// a crash loses at most the results of the last flushGap and a fast run
+// pays one write for many results.
 type frameWriter struct {
 	// casesRead counts the case frames the worker has read, for its pings:
 	// the parent compares it with what it sent (see Pool.ping).
 	casesRead atomic.Uint64
+	// answered counts the results added: when it reaches casesRead, the
+	// parent has nothing more to wait for from this process.
+	answered atomic.Uint64
 
 	mu      sync.Mutex
 	buf     []byte // whole frames, then the open results frame at open
@@ -175,6 +179,7 @@ func (fw *frameWriter) addResult(r engine.Result, withRun bool) {
 	}
 	fw.buf = appendRecord(fw.buf, r, withRun)
 	fw.mu.Unlock()
+	fw.answered.Add(1)
 	fw.wake()
 }
 
@@ -231,9 +236,10 @@ func (fw *frameWriter) flusher() {
 		case <-fw.stop:
 			return
 		case <-fw.kick:
-			// At once after a pause (one Score call waits on it); under
-			// load, results added meanwhile go in the next write.
-			if gap := time.Since(last); gap < flushGap {
+			// At once after a pause, or when every case read is answered
+			// (a lone request waits on it); under load, results added
+			// meanwhile go in the next write.
+			if gap := time.Since(last); gap < flushGap && fw.answered.Load() < fw.casesRead.Load() {
 				time.Sleep(flushGap - gap)
 			}
 			if fw.flush() != nil {

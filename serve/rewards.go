@@ -141,23 +141,12 @@ func (s *Server) rewards(w http.ResponseWriter, r *http.Request) {
 	if !s.admit(w, len(tasks)) {
 		return
 	}
-	in := make(chan []*pool.Task, 4)
-	go func() {
-		defer close(in)
-		for i := 0; i < len(tasks); i += feedBatch {
-			select {
-			case in <- tasks[i:min(i+feedBatch, len(tasks))]:
-			case <-r.Context().Done():
-				return
-			}
-		}
-	}()
 	reply := rewardsReply{
 		Rewards: make([]floatJSON, 0, len(tasks)), Scores: make([]floatJSON, 0, len(tasks)),
 		ExtraLogs: extraLogs{Failed: make([]floatJSON, 0, len(tasks))},
 		Feedback:  make([]string, 0, len(tasks)), Errors: make([]*string, 0, len(tasks)),
 	}
-	for batch := range s.p.Load().Run(r.Context(), in) {
+	for batch := range s.p.Load().RunTasks(r.Context(), tasks) {
 		for _, t := range batch {
 			res, err := pool.ParseResult(t.Record.Line)
 			if err != nil { // a line the pool wrote: not expected

@@ -27,6 +27,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"mime"
 	"net/http"
 	"strconv"
@@ -42,9 +43,6 @@ const (
 	DefaultMaxBody     = 64 << 20 // Options.MaxBody when 0
 	DefaultMaxInflight = 100000   // Options.MaxInflight when 0
 )
-
-// feedBatch is how many cases of a request go to the pool at a time.
-const feedBatch = 256
 
 // Options configures a Server. The zero value of each field means its default.
 type Options struct {
@@ -112,6 +110,7 @@ func NewLoading(opts Options) *Server {
 	s.mux.HandleFunc("/v1/score", s.scoring(s.score))
 	s.mux.HandleFunc("/v1/rewards", s.scoring(s.rewards))
 	s.mux.HandleFunc("/healthz", s.healthz)
+	s.mux.HandleFunc("/livez", s.livez)
 	s.mux.HandleFunc("/metrics", s.authorized(s.metrics))
 	return s
 }
@@ -218,6 +217,21 @@ func (s *Server) authorized(h http.HandlerFunc) http.HandlerFunc {
 		}
 		h(w, r)
 	}
+}
+
+// livez is GET /livez, for a liveness probe: 200 while the process serves
+// (loading and draining too, when /healthz says 503), 503 once its pool gave
+// up on a metric that crashes every worker, which only a restart can end.
+func (s *Server) livez(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	if p := s.p.Load(); p != nil {
+		if why := p.Stats().GaveUp; why != "" {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			io.WriteString(w, why+"\n")
+			return
+		}
+	}
+	io.WriteString(w, "alive\n")
 }
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
@@ -366,7 +380,7 @@ func (s *Server) score(w http.ResponseWriter, r *http.Request) {
 	if !ndjson {
 		buf = append(buf, `{"results":[`...)
 	}
-	first, failed := true, false
+	first, failed, left := true, false, len(tasks)
 	for batch := range out {
 		for _, t := range batch {
 			if !ndjson && !first {
@@ -380,18 +394,21 @@ func (s *Server) score(w http.ResponseWriter, r *http.Request) {
 		}
 		s.m.results(batch)
 		s.inflight.Add(-int64(len(batch)))
-		// Write what is ready; flush when nothing else is, so an NDJSON
-		// reply streams without a write a case.
-		if len(buf) >= 1<<16 || len(out) == 0 {
-			if !failed {
-				_, werr := w.Write(buf)
-				failed = werr != nil // the client left: ctx cancels the rest
-			}
-			buf = buf[:0]
-			if len(out) == 0 && flusher != nil && !failed {
+		left -= len(batch)
+		if left == 0 {
+			break // the reply ends with one write, with its length when it is short
+		}
+		// Write what is ready: results come in batches (a worker sends
+		// what finished together), so an NDJSON reply streams without a
+		// write a case.
+		if !failed {
+			_, werr := w.Write(buf)
+			failed = werr != nil // the client left: ctx cancels the rest
+			if flusher != nil && !failed {
 				flusher.Flush()
 			}
 		}
+		buf = buf[:0]
 	}
 	if !ndjson {
 		buf = append(buf, "]}\n"...)
@@ -401,23 +418,12 @@ func (s *Server) score(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// run feeds tasks to the pool, in batches, and returns its output.
-func (s *Server) run(ctx context.Context, tasks []*pool.Task) (<-chan []*pool.Task, error) {
-	in := make(chan []*pool.Task, 4)
-	go func() {
-		defer close(in)
-		for i := 0; i < len(tasks); i += feedBatch {
-			select {
-			case in <- tasks[i:min(i+feedBatch, len(tasks))]:
-			case <-ctx.Done():
-				return // Run answers what it read, canceled, and reads no more
-			}
-		}
-	}()
+// run scores tasks in the pool, yielding them in order as they finish.
+func (s *Server) run(ctx context.Context, tasks []*pool.Task) (iter.Seq[[]*pool.Task], error) {
 	if s.opts.Program {
-		return s.p.Load().RunProgram(ctx, s.opts.Artifact, in)
+		return s.p.Load().RunProgramTasks(ctx, s.opts.Artifact, tasks)
 	}
-	return s.p.Load().Run(ctx, in), nil
+	return s.p.Load().RunTasks(ctx, tasks), nil
 }
 
 // jsonTasks reads {"cases": [case, ...]}: case i is numbered i+1, as the
