@@ -4,7 +4,12 @@
 // in NDJSON batches over loopback. It prints the medians of --runs runs,
 // alternating, and the ratio serve / score.
 //
+// With --shapes it is instead a load generator for the shapes RL trainers
+// send (shapes.go): one sample a request and 64-case requests at 1 to 1,024
+// connections, beside 1,000-case requests, with cases/s, p50 and p99.
+//
 //	go run ./internal/benchserve --bin bin/skynet --metric M --data CASES.jsonl [--runs 5] [--clients 4] [--batch 1000]
+//	go run ./internal/benchserve --shapes --bin bin/skynet --metric M --data CASES.jsonl [--runs 5] [--duration 2s]
 package main
 
 import (
@@ -33,6 +38,10 @@ func main() {
 	clients := flag.Int("clients", 4, "concurrent clients posting to serve")
 	batch := flag.Int("batch", 1000, "cases a request")
 	processes := flag.String("processes", "auto", "--processes of both")
+	shapes := flag.Bool("shapes", false, "load-generator mode: request shapes and connections (see shapes.go)")
+	duration := flag.Duration("duration", 2*time.Second, "with --shapes: how long each shape runs, each run")
+	target := flag.String("url", "", "with --shapes: load this running skynet serve instead of starting one (for profiling it)")
+	only := flag.String("only", "", "with --shapes: the shapes to run, as CASESxCONNECTIONS[,...] (default: the whole table)")
 	flag.Parse()
 	if *metric == "" || *data == "" {
 		fmt.Fprintln(os.Stderr, "benchserve: --metric and --data are required")
@@ -47,6 +56,10 @@ func main() {
 		}
 	}
 	n := len(lines)
+	if *shapes {
+		runShapes(*bin, *metric, *processes, *target, lines, *runs, *duration, parseShapes(*only))
+		return
+	}
 	var batches [][]byte
 	for i := 0; i < n; i += *batch {
 		batches = append(batches, append(bytes.Join(lines[i:min(i+*batch, n)], []byte("\n")), '\n'))
@@ -57,23 +70,8 @@ func main() {
 	defer os.RemoveAll(tmp)
 	out := filepath.Join(tmp, "results.jsonl")
 	rate := regexp.MustCompile(`scored (\d+) case\(s\) in ([0-9.]+)s`)
-	srv := exec.Command(*bin, "serve", "--metric", *metric, "--processes", *processes, "--listen", "127.0.0.1:0")
-	pipe, err := srv.StderrPipe()
-	check(err)
-	check(srv.Start())
+	srv, url := startServe(*bin, *metric, *processes)
 	defer srv.Process.Kill()
-	url := ""
-	sc := bufio.NewScanner(pipe)
-	for sc.Scan() {
-		if _, u, ok := strings.Cut(sc.Text(), "skynet serve: ready on "); ok {
-			url, _, _ = strings.Cut(u, " ")
-			break
-		}
-	}
-	if url == "" {
-		fail("skynet serve did not get ready")
-	}
-	go io.Copy(io.Discard, pipe)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: *clients}}
 	post := func(body []byte) int {
 		resp, err := client.Post(url+"/v1/score", "application/x-ndjson", bytes.NewReader(body))
@@ -145,6 +143,28 @@ func main() {
 	fmt.Printf("skynet score: %.0f cases/s (its summary; %.0f cases/s counting the process start and metric load)\n", s, w)
 	fmt.Printf("skynet serve: %.0f cases/s (%d clients, NDJSON batches of %d, metric loaded already)\n", v, *clients, *batch)
 	fmt.Printf("ratio serve/score: %.2f (median of the runs' ratios %.2f; against the whole score process: %.2f)\n", v/s, median(ratios), v/w)
+}
+
+// startServe starts skynet serve on a free loopback port and returns it
+// once it says it is ready, with its URL.
+func startServe(bin, metric, processes string) (*exec.Cmd, string) {
+	srv := exec.Command(bin, "serve", "--metric", metric, "--processes", processes, "--listen", "127.0.0.1:0")
+	pipe, err := srv.StderrPipe()
+	check(err)
+	check(srv.Start())
+	url := ""
+	sc := bufio.NewScanner(pipe)
+	for sc.Scan() {
+		if _, u, ok := strings.Cut(sc.Text(), "skynet serve: ready on "); ok {
+			url, _, _ = strings.Cut(u, " ")
+			break
+		}
+	}
+	if url == "" {
+		fail("skynet serve did not get ready")
+	}
+	go io.Copy(io.Discard, pipe)
+	return srv, url
 }
 
 func median(v []float64) float64 {
