@@ -497,7 +497,7 @@ func (p *Pool) giveUp(why string) {
 	if p.gaveUp != "" {
 		return
 	}
-	p.gaveUp = why
+	p.gaveUp, p.st.GaveUp = why, why
 	p.resolve(p.pending)
 	p.resolve(p.suspects)
 	p.pending, p.suspects = nil, nil

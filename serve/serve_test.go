@@ -408,3 +408,31 @@ func TestServeClientDisconnectCancels(t *testing.T) {
 	assert.Less(t, got, n/2, "the cases not started were canceled")
 	assert.Less(t, p.Stats().ScoreCalls, int64(n/2))
 }
+
+// TestServeLivez: /livez answers 200 while the process serves, draining
+// included (when /healthz says 503), and 503 naming why once the pool gave
+// up on a metric that crashes every worker: only a restart helps then.
+func TestServeLivez(t *testing.T) {
+	s, ts, _ := newServer(t, 1, serve.Options{})
+	code, body := get(t, ts.URL+"/livez")
+	assert.Equal(t, http.StatusOK, code, body)
+	s.Drain()
+	code, _ = get(t, ts.URL+"/healthz")
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+	code, _ = get(t, ts.URL+"/livez")
+	assert.Equal(t, http.StatusOK, code, "a draining server is alive")
+
+	metric := filepath.Join(t.TempDir(), "metric.py")
+	require.NoError(t, os.WriteFile(metric, []byte(testMetric), 0o644))
+	p, err := pool.Open(pool.Options{Options: engine.Options{Metric: metric}, Processes: 1, MaxCrashes: 1, Stderr: io.Discard})
+	require.NoError(t, err)
+	defer p.Close()
+	ts2 := httptest.NewServer(serve.New(p, serve.Options{}))
+	defer ts2.Close()
+	code, out, _ := post(t, ts2.URL+"/v1/score", "application/x-ndjson",
+		`{"id": "a", "input": {}, "output": "crash"}`+"\n"+`{"id": "b", "input": {}, "output": "crash"}`+"\n")
+	require.Equal(t, http.StatusOK, code, out)
+	code, body = get(t, ts2.URL+"/livez")
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+	assert.Contains(t, body, "--max-crashes")
+}

@@ -53,20 +53,22 @@ type k8sJob struct {
 				RestartPolicy  string         `yaml:"restartPolicy"`
 				InitContainers []k8sContainer `yaml:"initContainers"`
 				Containers     []k8sContainer `yaml:"containers"`
-				Volumes        []struct {
-					Name string    `yaml:"name"`
-					PVC  *struct { // persistentVolumeClaim
-						ClaimName string `yaml:"claimName"`
-						ReadOnly  bool   `yaml:"readOnly"`
-					} `yaml:"persistentVolumeClaim"`
-					HostPath *struct {
-						Path string `yaml:"path"`
-						Type string `yaml:"type"`
-					} `yaml:"hostPath"`
-				} `yaml:"volumes"`
+				Volumes        []k8sVolume    `yaml:"volumes"`
 			} `yaml:"spec"`
 		} `yaml:"template"`
 	} `yaml:"spec"`
+}
+
+type k8sVolume struct {
+	Name string    `yaml:"name"`
+	PVC  *struct { // persistentVolumeClaim
+		ClaimName string `yaml:"claimName"`
+		ReadOnly  bool   `yaml:"readOnly"`
+	} `yaml:"persistentVolumeClaim"`
+	HostPath *struct {
+		Path string `yaml:"path"`
+		Type string `yaml:"type"`
+	} `yaml:"hostPath"`
 }
 
 type k8sMetadata struct {
@@ -94,6 +96,23 @@ type k8sContainer struct {
 		MountPath string `yaml:"mountPath"`
 		ReadOnly  bool   `yaml:"readOnly"`
 	} `yaml:"volumeMounts"`
+	Ports []struct {
+		Name          string `yaml:"name"`
+		ContainerPort int    `yaml:"containerPort"`
+	} `yaml:"ports"`
+	ReadinessProbe *k8sProbe `yaml:"readinessProbe"`
+	LivenessProbe  *k8sProbe `yaml:"livenessProbe"`
+}
+
+type k8sProbe struct {
+	HTTPGet *struct {
+		Path string `yaml:"path"`
+		Port any    `yaml:"port"` // a number or a port's name
+	} `yaml:"httpGet"`
+	InitialDelaySeconds int `yaml:"initialDelaySeconds"`
+	PeriodSeconds       int `yaml:"periodSeconds"`
+	FailureThreshold    int `yaml:"failureThreshold"`
+	TimeoutSeconds      int `yaml:"timeoutSeconds"`
 }
 
 // flagValue is the value after name in argv ("--out X" or "--out=X").
