@@ -23,6 +23,7 @@ import json
 import os
 import re
 import socket
+import struct
 import sys
 import threading
 import time
@@ -79,6 +80,9 @@ class Standin(ThreadingHTTPServer):
         self.ready = True
         self.close_after = False  # answer with Connection: close
         self.requests = []  # (path, number of cases)
+        self.reset = 0  # reset the connection of this many /v1/score requests, unanswered
+        self.cut_after = None  # stream this many result lines of the next NDJSON request, then reset
+        self.draining = False  # answer /v1/score 503, as skynet serve after SIGTERM
         self.thread = threading.Thread(target=self.serve_forever, args=(0.05,), daemon=True)
         self.thread.start()
 
@@ -120,6 +124,12 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
+    def abort(self):
+        """Resets the connection (SO_LINGER 0): the server died mid-request."""
+        self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        self.close_connection = True
+        self.connection.close()
+
     def fail(self, status, message, headers=()):
         self.send(status, json.dumps({"error": message}), headers=headers)
 
@@ -156,6 +166,11 @@ class Handler(BaseHTTPRequestHandler):
         if self.path == "/v1/score":
             batch = doc.get("cases")
             self.server.requests.append((self.path, len(batch)))
+            if self.server.reset > 0:
+                self.server.reset -= 1
+                return self.abort()
+            if self.server.draining:
+                return self.fail(503, "the server is shutting down", headers=[("Retry-After", "5")])
             if self.server.busy > 0:
                 self.server.busy -= 1
                 return self.fail(429, "too many cases in flight", headers=[("Retry-After", self.server.retry_after)])
@@ -167,7 +182,11 @@ class Handler(BaseHTTPRequestHandler):
                 self.send_header("Content-Type", "application/x-ndjson")
                 self.send_header("Transfer-Encoding", "chunked")
                 self.end_headers()
-                for r in results:
+                cut, self.server.cut_after = self.server.cut_after, None
+                for i, r in enumerate(results):
+                    if i == cut:
+                        self.wfile.flush()
+                        return self.abort()
                     line = (json.dumps(r) + "\n").encode()
                     self.wfile.write(b"%x\r\n%s\r\n" % (len(line), line))
                 self.wfile.write(b"0\r\n\r\n")
@@ -648,6 +667,116 @@ class StandinServerTest(ApiTests, unittest.TestCase):
         self.assertEqual(sc._retry_after("2"), 2.0)
         self.assertIsNone(sc._retry_after("soon"))
         self.assertLessEqual(sc._retry_after("Wed, 21 Oct 2015 07:28:00 GMT"), 0.0)
+
+
+class SeveralServersTest(unittest.TestCase):
+    """A Client of several servers: chunks spread over them, and a request
+    a server refuses, resets, cuts short or answers 503 goes to another,
+    each case answered once in the results."""
+
+    def setUp(self):
+        self.servers = [Standin() for _ in range(3)]
+        self.urls = [s.url for s in self.servers]
+
+    def tearDown(self):
+        for s in self.servers:
+            s.stop()
+
+    def sent(self):
+        return [sum(n for _, n in s.requests) for s in self.servers]
+
+    def check(self, got, n):
+        self.assertEqual([r["id"] for r in got], [f"c{i}" for i in range(n)])
+        want = [METRIC(c["input"], c["output"], c["expected"])[0] for c in cases(n)]
+        self.assertEqual([r["score"] for r in got], want)
+
+    def test_url_forms(self):
+        c = Client(",".join(self.urls))
+        self.assertEqual(c.urls, self.urls)
+        self.assertEqual(c.url, ",".join(self.urls))
+        self.assertEqual(Client(self.urls).urls, self.urls)
+        self.assertEqual(Client(f" {self.urls[0]} , {self.urls[1]}").urls, self.urls[:2])
+        with self.assertRaises(ValueError):
+            Client(self.urls[0] + ",")
+        self.assertEqual(repr(AsyncClient(self.urls)), f"AsyncClient({','.join(self.urls)!r})")
+
+    def test_chunks_spread(self):
+        got = Client(self.urls, timeout=10, chunk_size=10).score(cases(300))
+        self.check(got, 300)
+        sent = self.sent()
+        self.assertEqual(sum(sent), 300, "each case sent once")
+        self.assertTrue(all(n > 0 for n in sent), f"every server had chunks: {sent}")
+
+    def test_one_request_at_a_time_goes_round(self):
+        c = Client(self.urls, timeout=10)
+        for i in range(6):
+            self.assertEqual(len(c.score(cases(1))), 1)
+        self.assertEqual(self.sent(), [2, 2, 2])
+
+    def test_dead_server(self):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}"
+        s.close()
+        c = Client([dead] + self.urls[:1], timeout=5, chunk_size=5)
+        self.check(c.score(cases(40)), 40)
+        self.check(list(c.iter_score(cases(12))), 12)
+        self.assertEqual(c.rewards(["a"], ["a"], ["x"])["rewards"], [0.0])
+        self.assertEqual(self.sent()[0], 52)
+        with self.assertRaises(SkynetError) as cm:
+            Client([dead, dead], timeout=5).score(cases(1))
+        self.assertIsNone(cm.exception.status)
+        self.assertIn("cannot reach", str(cm.exception))
+
+    def test_reset_goes_to_another(self):
+        self.servers[0].reset = 3
+        c = Client(self.urls[:2], timeout=10, chunk_size=4)
+        self.check(c.score(cases(40)), 40)
+        resets = 3 - self.servers[0].reset  # fewer once it is marked down
+        self.assertGreaterEqual(resets, 1)
+        self.assertEqual(sum(self.sent()[:2]) - 4 * resets, 40, "the reset chunks were sent again, the rest once")
+
+    def test_stream_cut_goes_on_elsewhere(self):
+        self.servers[0].cut_after = 3
+        c = Client(self.urls[:2], timeout=10, chunk_size=10)
+        # the first request goes to the first server (none in flight: in turn)
+        self.check(list(c.iter_score(cases(10))), 10)
+        self.assertEqual([[n for _, n in s.requests] for s in self.servers[:2]], [[10], [7]], "the 7 cases not answered went to the other server")
+
+    def test_draining_goes_to_another_at_once(self):
+        self.servers[0].draining = True
+        c = Client(self.urls[:2], timeout=10, chunk_size=5)
+        t = time.monotonic()
+        self.check(c.score(cases(20)), 20)
+        self.assertLess(time.monotonic() - t, 4, "no Retry-After wait while another server answers")
+
+    def test_all_busy_waits(self):
+        for s in self.servers:
+            s.busy, s.retry_after = 1, "0.2"
+        t = time.monotonic()
+        self.check(Client(self.urls, timeout=10).score(cases(3)), 3)
+        self.assertGreaterEqual(time.monotonic() - t, 0.2)
+
+    def test_async(self):
+        self.servers[1].reset = 2
+
+        async def main():
+            async with AsyncClient(self.urls, timeout=10, chunk_size=3) as ac:
+                return await ac.score(cases(30)), [r async for r in ac.iter_score(cases(9))]
+
+        got, streamed = asyncio.run(main())
+        self.check(got, 30)
+        self.check(streamed, 9)
+
+    def test_health_of_all(self):
+        c = Client(self.urls)
+        self.assertTrue(c.wait_ready(5))
+        self.servers[2].ready = False
+        status, text = c.health()
+        self.assertEqual(status, 503)
+        self.assertTrue(text.startswith(self.urls[2] + ": "), text)
+        self.assertFalse(c.healthy())
+        self.assertEqual(c.metrics().count("# skynet server "), 3)
 
 
 class Python39Test(unittest.TestCase):

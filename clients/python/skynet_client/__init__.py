@@ -338,34 +338,74 @@ def _check_results(results, chunk, url):
             raise SkynetError(f"results out of order: case {case['id']!r} got result {res['id']!r}", url=url)
 
 
-class _Reply:
-    __slots__ = ("status", "headers", "body")
-
-    def __init__(self, status, headers, body):
-        self.status, self.headers, self.body = status, headers, body
-
-
 # ---------------------------------------------------------------- sync client
 
 
+class _Server:
+    """One ``skynet serve`` of a Client: its address, each thread's
+    keep-alive connection to it, and what the client has in flight there."""
+
+    def __init__(self, url):
+        self.scheme, self.host, self.port, self.prefix = _base_url(url)
+        self.url = f"{self.scheme}://{self.host}{':' + str(self.port) if self.port else ''}{self.prefix}"
+        self.local = threading.local()
+        self.conns = []
+        self.lock = threading.Lock()
+        self.outstanding = 0  # requests in flight (under Client._pick_lock)
+        self.down_until = 0.0  # time.monotonic() before which it is tried last
+
+    def __repr__(self):
+        return self.url
+
+
+def _server_urls(url):
+    """The URLs a Client was given: one, a comma-separated list (OpenRLHF's
+    form), or a list."""
+    if isinstance(url, str):
+        urls = [u.strip() for u in url.split(",")] if "," in url else [url]
+    elif isinstance(url, (list, tuple)):
+        urls = [u.strip() if isinstance(u, str) else u for u in url]
+    else:
+        raise ValueError(f"skynet: a server URL is required, got {url!r}")
+    if not urls or any(not u for u in urls):
+        raise ValueError(f"skynet: an empty server URL in {url!r}")
+    return urls
+
+
+# A server that refused a connection, reset it or cut a reply short is
+# tried after the others for this long.
+_DOWN_FOR = 5.0
+
+
+class _Lost(SkynetError):
+    """The request may not have reached the server, or its reply was lost
+    (refused, reset, cut short): with several servers, it goes to another."""
+
+
 class Client:
-    """A client of one ``skynet serve``. Thread-safe: each thread keeps its own
-    keep-alive connection.
+    """A client of one ``skynet serve``, or of several. Thread-safe: each
+    thread keeps its own keep-alive connection to each server.
 
     ``url``: ``http://host:port`` (``host:port`` and URLs ending in
-    ``/v1/score`` or ``/v1/rewards`` also do). ``token``: sent as
-    ``Authorization: Bearer``; ``None`` reads env ``SKYNET_TOKEN``, else
-    ``SKYNET_SERVE_TOKEN`` (the server's own variable).
-    ``timeout``: seconds a socket operation may wait (connecting, or the gap
-    between bytes of a reply); ``None`` waits as long as scoring takes.
-    ``chunk_size``: cases per request (a 413 halves it for that request).
-    ``retries``: how many 429/503 answers one request retries, each after the
-    server's ``Retry-After`` (capped at ``max_wait`` seconds; 1 s when absent).
+    ``/v1/score`` or ``/v1/rewards`` also do); several servers as a list or a
+    comma-separated string (OpenRLHF's form). With several, each request goes
+    to the server with the fewest of this client's requests in flight;
+    ``score`` sends its chunks to all of them at once; a request whose server
+    refuses the connection, resets it, cuts the reply short or answers
+    429/503 goes to another, so no case is lost, and each result comes from
+    one reply only. ``token``: sent as ``Authorization: Bearer``; ``None``
+    reads env ``SKYNET_TOKEN``, else ``SKYNET_SERVE_TOKEN`` (the server's own
+    variable). ``timeout``: seconds a socket operation may wait (connecting,
+    or the gap between bytes of a reply); ``None`` waits as long as scoring
+    takes. ``chunk_size``: cases per request (a 413 halves it for that
+    request). ``retries``: how many times a request answered 429/503 by
+    every server is retried, each after the server's ``Retry-After`` (capped
+    at ``max_wait`` seconds; 1 s when absent).
     """
 
     def __init__(
         self,
-        url: str,
+        url: Union[str, Sequence[str]],
         token: Optional[str] = None,
         timeout: Optional[float] = None,
         *,
@@ -373,8 +413,11 @@ class Client:
         retries: int = DEFAULT_RETRIES,
         max_wait: float = MAX_WAIT,
     ) -> None:
-        self.scheme, self.host, self.port, self.prefix = _base_url(url)
-        self.url = f"{self.scheme}://{self.host}{':' + str(self.port) if self.port else ''}{self.prefix}"
+        self._servers = [_Server(u) for u in _server_urls(url)]
+        first = self._servers[0]
+        self.scheme, self.host, self.port, self.prefix = first.scheme, first.host, first.port, first.prefix
+        self.urls = [s.url for s in self._servers]
+        self.url = ",".join(self.urls)
         if token is None:  # the client's variable, else the one skynet serve reads
             token = os.environ.get("SKYNET_TOKEN") or os.environ.get("SKYNET_SERVE_TOKEN") or None
         self.token = token
@@ -382,43 +425,70 @@ class Client:
         self.chunk_size = chunk_size
         self.retries = retries
         self.max_wait = max_wait
-        self._local = threading.local()
-        self._conns = []
-        self._lock = threading.Lock()
+        self._pick_lock = threading.Lock()
+        self._turn = 0
 
     def __repr__(self):
         return f"Client({self.url!r})"
 
-    # -- connections
+    # -- servers and connections
 
-    def _conn(self):
-        conn = getattr(self._local, "conn", None)
+    def _pick(self, tried):
+        """The server for the next request: of those not in tried, the one
+        not down with the fewest requests in flight (in turn among equals);
+        None when every server was tried. Counts the request as in flight."""
+        with self._pick_lock:
+            now = time.monotonic()
+            n = len(self._servers)
+            best = None
+            for k in range(n):
+                s = self._servers[(self._turn + k) % n]
+                if s in tried:
+                    continue
+                key = (s.down_until > now, s.outstanding)
+                if best is None or key < best[0]:
+                    best = (key, s)
+            if best is None:
+                return None
+            self._turn += 1
+            best[1].outstanding += 1
+            return best[1]
+
+    def _done(self, server, lost=False):
+        with self._pick_lock:
+            server.outstanding -= 1
+            if lost:
+                server.down_until = time.monotonic() + _DOWN_FOR
+
+    def _conn(self, server):
+        conn = getattr(server.local, "conn", None)
         if conn is None:
-            cls = http.client.HTTPSConnection if self.scheme == "https" else http.client.HTTPConnection
-            conn = cls(self.host, self.port, timeout=self.timeout)
-            self._local.conn = conn
-            with self._lock:
-                self._conns.append(conn)
+            cls = http.client.HTTPSConnection if server.scheme == "https" else http.client.HTTPConnection
+            conn = cls(server.host, server.port, timeout=self.timeout)
+            server.local.conn = conn
+            with server.lock:
+                server.conns.append(conn)
         return conn
 
-    def _drop(self, conn=None):
-        """Closes conn (default: this thread's connection) and forgets it."""
-        if conn is None or getattr(self._local, "conn", None) is conn:
-            conn = getattr(self._local, "conn", None)
-            self._local.conn = None
+    def _drop(self, server, conn=None):
+        """Closes conn (default: this thread's connection to server) and forgets it."""
+        if conn is None or getattr(server.local, "conn", None) is conn:
+            conn = getattr(server.local, "conn", None)
+            server.local.conn = None
         if conn is not None:
             conn.close()
-            with self._lock:
-                if conn in self._conns:
-                    self._conns.remove(conn)
+            with server.lock:
+                if conn in server.conns:
+                    server.conns.remove(conn)
 
     def close(self) -> None:
         """Closes every connection this client opened (any thread's)."""
-        with self._lock:
-            conns, self._conns = self._conns, []
-        for conn in conns:
-            conn.close()
-        self._local = threading.local()
+        for server in self._servers:
+            with server.lock:
+                conns, server.conns = server.conns, []
+            for conn in conns:
+                conn.close()
+            server.local = threading.local()
 
     def __del__(self):
         try:
@@ -440,23 +510,23 @@ class Client:
             h["Authorization"] = f"Bearer {self.token}"
         return h
 
-    def _open(self, method, path, body=None, headers=None):
-        """Sends one request and returns the live response (headers read).
-        A kept-alive connection the server has closed meanwhile is reopened
-        once; a refused connection is a SkynetError with status None."""
-        url = self.url + path
+    def _open(self, server, method, path, body=None, headers=None):
+        """Sends one request to server and returns the live response
+        (headers read). A kept-alive connection the server has closed
+        meanwhile is reopened once; a refused or lost connection is _Lost."""
+        url = server.url + path
         data = body.encode("utf-8") if isinstance(body, str) else body
-        unread = getattr(self._local, "streaming", None)
+        unread = getattr(server.local, "streaming", None)
         if unread is not None:
-            self._local.streaming = None
+            server.local.streaming = None
             if not unread.isclosed():  # an iter_score left unfinished: give its connection up
-                self._drop(unread.skynet_conn)
+                self._drop(server, unread.skynet_conn)
         for attempt in (0, 1):
-            conn = self._conn()
+            conn = self._conn(server)
             reused = conn.sock is not None
             try:
                 try:
-                    conn.request(method, self.prefix + path, body=data, headers=headers or self._headers())
+                    conn.request(method, server.prefix + path, body=data, headers=headers or self._headers())
                 except (BrokenPipeError, ConnectionResetError):
                     # The server answered before reading the whole body (a
                     # 413 past --max-body) and closed: its reply is still
@@ -471,23 +541,23 @@ class Client:
             except http.client.ImproperConnectionState:
                 # this thread left a reply unread (an iter_score not run to
                 # its end): that connection is given up, a new one opened
-                self._drop()
+                self._drop(server)
                 if attempt == 0:
                     continue
                 raise
             except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError, http.client.BadStatusLine) as e:
-                self._drop()
+                self._drop(server)
                 if reused and attempt == 0:
                     continue
-                raise SkynetError(f"connection lost: {e}", url=url) from e
+                raise _Lost(f"connection lost: {e}", url=url) from e
             except socket.timeout as e:
-                self._drop()
+                self._drop(server)
                 raise SkynetError(f"no answer within {self.timeout}s", url=url) from e
             except OSError as e:
-                self._drop()
-                raise SkynetError(f"cannot reach the server: {e}", url=url) from e
+                self._drop(server)
+                raise _Lost(f"cannot reach the server: {e}", url=url) from e
             except BaseException:
-                self._drop()
+                self._drop(server)
                 raise
         raise AssertionError("unreachable")
 
@@ -502,25 +572,19 @@ class Client:
         resp.will_close = True  # the server closes this connection
         return resp
 
-    def _read(self, resp, url):
+    def _read(self, server, resp, url):
         try:
             body = resp.read()
         except (OSError, http.client.HTTPException) as e:
-            self._drop(resp.skynet_conn)
-            raise SkynetError(f"reply cut short: {e}", status=resp.status, url=url) from e
+            self._drop(server, resp.skynet_conn)
+            raise _Lost(f"reply cut short: {e}", status=resp.status, url=url) from e
         if resp.will_close:
-            self._drop(resp.skynet_conn)
+            self._drop(server, resp.skynet_conn)
         return body.decode("utf-8", "replace")
 
-    def _once(self, method, path, body=None, headers=None):
-        """One request, its whole reply read."""
-        resp = self._open(method, path, body, headers)
-        text = self._read(resp, self.url + path)
-        return _Reply(resp.status, resp.headers, text)
-
-    def _error(self, status, headers, text, path):
+    def _error(self, server, status, headers, text, path):
         return SkynetError(
-            _server_message(text, status), status=status, body=text, url=self.url + path, retry_after=_retry_after(headers.get("Retry-After"))
+            _server_message(text, status), status=status, body=text, url=server.url + path, retry_after=_retry_after(headers.get("Retry-After"))
         )
 
     def _wait(self, err):
@@ -530,24 +594,59 @@ class Client:
         wait = err.retry_after if err.retry_after is not None else 1.0
         return min(wait, self.max_wait)
 
-    def _call(self, method, path, body=None, headers=None, ok=(200,)):
-        """A request with the retry policy; returns the reply text."""
-        for attempt in range(self.retries + 1):
-            r = self._once(method, path, body, headers)
-            if r.status in ok:
-                return r.body
-            err = self._error(r.status, r.headers, r.body, path)
-            wait = self._wait(err)
-            if wait is None or attempt == self.retries:
-                raise err
+    def _request(self, method, path, body=None, headers=None, retries=None, read=True):
+        """One request with the failover and retry policy: it goes to a
+        server (see _pick); refused, lost or answered 429/503 there, to the
+        next; once every server was tried, a 429/503 is retried after its
+        Retry-After (retries times) and a lost connection raised. Returns
+        (server, status, headers, text) of the first other answer, with the
+        text read when read is set; else (server, response) of a 200, the
+        reply unread."""
+        retries = self.retries if retries is None else retries
+        for attempt in range(retries + 1):
+            tried, busy, lost = set(), None, None
+            while True:
+                server = self._pick(tried)
+                if server is None:
+                    break
+                tried.add(server)
+                gone = False
+                try:
+                    resp = self._open(server, method, path, body, headers)
+                    if not read and resp.status == 200:
+                        return server, resp
+                    text = self._read(server, resp, server.url + path)
+                except _Lost as e:
+                    lost, gone = e, True
+                    continue
+                finally:
+                    self._done(server, lost=gone)
+                if resp.status in (429, 503):
+                    busy = self._error(server, resp.status, resp.headers, text, path)
+                    continue
+                if read:
+                    return server, resp.status, resp.headers, text
+                raise self._error(server, resp.status, resp.headers, text, path)
+            if busy is None:  # every server lost the request
+                raise lost
+            wait = self._wait(busy)
+            if attempt == retries:
+                raise busy
             time.sleep(wait)
         raise AssertionError("unreachable")
 
-    def _json(self, text, path):
+    def _call(self, method, path, body=None, headers=None, ok=(200,)):
+        """A request with the failover and retry policy; returns (server, reply text)."""
+        server, status, hdrs, text = self._request(method, path, body, headers)
+        if status not in ok:
+            raise self._error(server, status, hdrs, text, path)
+        return server, text
+
+    def _json(self, server, text, path):
         try:
             return json.loads(text)
         except ValueError as e:
-            raise SkynetError(f"the reply is not JSON ({e}): {text[:200]!r}", url=self.url + path) from None
+            raise SkynetError(f"the reply is not JSON ({e}): {text[:200]!r}", url=server.url + path) from None
 
     # -- API
 
@@ -559,10 +658,14 @@ class Client:
         is a result with "error" set, not an exception; SkynetError is for
         the request itself (4xx/5xx, no server). Sent as JSON, chunk_size
         cases a request; a 413 halves the chunk until the server takes it,
-        and the rest of the call goes at that size."""
+        and the rest of the call goes at that size. With several servers,
+        two chunks a server are in flight at once."""
         prepared = _prepare(cases)
+        size = chunk_size or self.chunk_size
+        chunks = _Chunks(prepared, size)
+        if len(self._servers) > 1 and len(prepared) > size:
+            return self._score_spread(chunks)
         out: List[Result] = []
-        chunks = _Chunks(prepared, chunk_size or self.chunk_size)
         for chunk in chunks:
             try:
                 out.extend(self._score_chunk(chunk))
@@ -570,63 +673,84 @@ class Client:
                 chunks.refused(e, chunk)
         return out
 
+    def _score_spread(self, chunks):
+        """score's chunks on several servers at once, results in order."""
+        parts = [chunk for chunk in chunks]  # checks the size
+        with ThreadPoolExecutor(max_workers=min(len(parts), 2 * len(self._servers)), thread_name_prefix="skynet-spread") as ex:
+            done = list(ex.map(self._score_fitting, parts))
+        return [r for part in done for r in part]
+
+    def _score_fitting(self, chunk):
+        """chunk's results; a 413 splits it in halves, down to one case."""
+        try:
+            return self._score_chunk(chunk)
+        except SkynetError as e:
+            if e.status != 413 or len(chunk) <= 1:
+                raise
+            half = len(chunk) // 2
+            return self._score_fitting(chunk[:half]) + self._score_fitting(chunk[half:])
+
     def _score_chunk(self, chunk):
         path = "/v1/score"
-        text = self._call("POST", path, _dumps({"cases": chunk}, "a case"), self._headers("application/json"))
-        doc = self._json(text, path)
+        server, text = self._call("POST", path, _dumps({"cases": chunk}, "a case"), self._headers("application/json"))
+        doc = self._json(server, text, path)
         results = doc.get("results") if isinstance(doc, dict) else None
-        _check_results(results, chunk, self.url + path)
+        _check_results(results, chunk, server.url + path)
         for res in results:
             _float_scores(res)
         return results
 
     def iter_score(self, cases: Iterable[Case], *, chunk_size: Optional[int] = None) -> Iterator[Result]:
         """Like score(), but sends NDJSON and yields each result as its line
-        arrives (the server streams them in case order)."""
+        arrives (the server streams them in case order). With several
+        servers, a stream cut short goes on from its next case on another."""
         prepared = _prepare(cases)
         yield from self._stream(prepared, chunk_size or self.chunk_size)
 
     def _stream(self, prepared, size, retries=None):
         chunks = _Chunks(prepared, size)
         for chunk in chunks:
-            try:
-                resp = self._stream_open(chunk, retries)
-            except SkynetError as e:
-                chunks.refused(e, chunk)
-                continue
-            yield from self._stream_read(resp, chunk)
+            rest = chunk
+            while rest:
+                try:
+                    server, resp = self._stream_open(rest, retries)
+                except SkynetError as e:
+                    chunks.refused(e, chunk)
+                    break
+                n = 0
+                try:
+                    for res in self._stream_read(server, resp, rest):
+                        n += 1
+                        yield res
+                    rest = []
+                except _Lost:
+                    if len(self._servers) == 1:
+                        raise
+                    with self._pick_lock:
+                        server.down_until = time.monotonic() + _DOWN_FOR
+                    rest = rest[n:]  # the cases not answered, to another server
 
     def _stream_open(self, chunk, retries=None):
-        """Sends chunk as NDJSON and returns the reply once it is a 200, with
-        the retry policy; a 413 is raised for _Chunks to halve."""
-        retries = self.retries if retries is None else retries
-        path = "/v1/score"
+        """Sends chunk as NDJSON and returns (server, reply) once it is a
+        200, with the failover and retry policy; a 413 is raised for _Chunks
+        to halve."""
         body = "".join(_dumps(c, "a case") + "\n" for c in chunk)
         headers = self._headers("application/x-ndjson", accept="application/x-ndjson")
-        for attempt in range(retries + 1):
-            resp = self._open("POST", path, body, headers)
-            if resp.status == 200:
-                return resp
-            err = self._error(resp.status, resp.headers, self._read(resp, self.url + path), path)
-            wait = self._wait(err)
-            if wait is None or attempt == retries:
-                raise err
-            time.sleep(wait)
-        raise AssertionError("unreachable")
+        return self._request("POST", "/v1/score", body, headers, retries=retries, read=False)
 
-    def _stream_read(self, resp, chunk):
+    def _stream_read(self, server, resp, chunk):
         """The results of chunk as their lines stream in."""
-        url = self.url + "/v1/score"
+        url = server.url + "/v1/score"
         n = 0
         conn = resp.skynet_conn
-        self._local.streaming = resp
+        server.local.streaming = resp
         try:
             while True:
                 try:
                     line = resp.readline()
                 except (OSError, http.client.HTTPException) as e:
-                    self._drop(conn)
-                    raise SkynetError(f"stream cut after {n} of {len(chunk)} result(s): {e}", status=200, url=url) from e
+                    self._drop(server, conn)
+                    raise _Lost(f"stream cut after {n} of {len(chunk)} result(s): {e}", status=200, url=url) from e
                 if not line:
                     break
                 line = line.strip()
@@ -642,12 +766,12 @@ class Client:
                 n += 1
                 yield _float_scores(res)
         except BaseException:
-            self._drop(conn)  # the reply was not read to its end
+            self._drop(server, conn)  # the reply was not read to its end
             raise
         if resp.will_close:
-            self._drop(conn)
+            self._drop(server, conn)
         if n != len(chunk):
-            raise SkynetError(f"the stream ended after {n} of {len(chunk)} result(s)", status=200, url=url)
+            raise _Lost(f"the stream ended after {n} of {len(chunk)} result(s)", status=200, url=url)
 
     def rewards(self, queries: Iterable[str], prompts: Optional[Iterable[str]] = None, labels: Optional[Iterable[Any]] = None) -> Dict[str, Any]:
         """OpenRLHF's remote reward call: POST /v1/rewards with
@@ -664,28 +788,40 @@ class Client:
                 raise ValueError(f"skynet: {len(values)} {name} for {len(queries)} queries")
             body[name] = values
         path = "/v1/rewards"
-        doc = self._json(self._call("POST", path, _dumps(body), self._headers("application/json")), path)
+        server, text = self._call("POST", path, _dumps(body), self._headers("application/json"))
+        doc = self._json(server, text, path)
         if not isinstance(doc, dict) or not isinstance(doc.get("rewards"), list) or len(doc["rewards"]) != len(queries):
-            raise SkynetError(f"the reply has no {len(queries)} rewards: {str(doc)[:200]}", url=self.url + path)
+            raise SkynetError(f"the reply has no {len(queries)} rewards: {str(doc)[:200]}", url=server.url + path)
         return doc
 
-    def health(self) -> Tuple[Optional[int], str]:
-        """GET /healthz: (status, text); status None when unreachable."""
+    def _health(self, server):
         try:
-            r = self._once("GET", "/healthz", headers=self._headers(accept="*/*"))
+            resp = self._open(server, "GET", "/healthz", headers=self._headers(accept="*/*"))
+            return resp.status, self._read(server, resp, server.url + "/healthz")
         except SkynetError as e:
             return None, str(e)
-        return r.status, r.body
+
+    def health(self) -> Tuple[Optional[int], str]:
+        """GET /healthz: (status, text); status None when unreachable. With
+        several servers, (200, text) when every one answers 200, else the
+        first other answer, its text starting with the server's URL."""
+        if len(self._servers) == 1:
+            return self._health(self._servers[0])
+        answers = [(s, self._health(s)) for s in self._servers]
+        for s, (status, text) in answers:
+            if status != 200:
+                return status, f"{s.url}: {text}"
+        return 200, answers[0][1][1]
 
     def healthy(self) -> bool:
-        """True when /healthz answers 200 (loaded, not draining)."""
+        """True when /healthz answers 200 (loaded, not draining), on every server."""
         return self.health()[0] == 200
 
     def wait_ready(self, timeout: float = 60.0, interval: float = 0.1) -> bool:
-        """Polls /healthz until it answers 200, through 503 "loading" (the
-        metric still importing) and a refused connection (the server still
-        starting); SkynetError after timeout seconds, naming the last
-        answer."""
+        """Polls /healthz until it answers 200 (on every server), through
+        503 "loading" (the metric still importing) and a refused connection
+        (the server still starting); SkynetError after timeout seconds,
+        naming the last answer."""
         deadline = time.monotonic() + timeout
         while True:
             status, text = self.health()
@@ -696,8 +832,19 @@ class Client:
             time.sleep(min(interval, max(0.0, deadline - time.monotonic())))
 
     def metrics(self) -> str:
-        """GET /metrics: the Prometheus text."""
-        return self._call("GET", "/metrics", headers=self._headers(accept="text/plain"))
+        """GET /metrics: the Prometheus text (with several servers, each
+        server's after a comment line naming it)."""
+        headers = self._headers(accept="text/plain")
+        if len(self._servers) == 1:
+            return self._call("GET", "/metrics", headers=headers)[1]
+        parts = []
+        for s in self._servers:
+            resp = self._open(s, "GET", "/metrics", headers=headers)
+            text = self._read(s, resp, s.url + "/metrics")
+            if resp.status != 200:
+                raise self._error(s, resp.status, resp.headers, text, "/metrics")
+            parts.append(f"# skynet server {s.url}\n{text}")
+        return "".join(parts)
 
 
 # ---------------------------------------------------------------- async client
