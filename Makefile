@@ -27,7 +27,7 @@ endif
 # The default build's note on linking the shared libpython, at the top level.
 SAY_LIBPYTHON := $(if $(PY)$(filter shared,$(LIBPYTHON))$(filter-out 0,$(MAKELEVEL)),,build/static.sh --say)
 
-.PHONY: all deps pyvenv build run check test test-slurm test-pythons vet fmt-check docs-check asan bench bench-cli bench-cpu bench-serve soak fuzz clean
+.PHONY: all deps pyvenv build run check test test-slurm test-pythons test-ray vet fmt-check docs-check asan bench bench-cli bench-cpu bench-serve soak fuzz clean
 
 all: build
 
@@ -81,6 +81,13 @@ test-slurm: deps
 
 # go test ./... against each shared CPython 3.10-3.13 found (pyenv's, and
 # python3.1X on PATH), one line each; -race, ASan and fuzz stay in make test.
+# skynet_client.ray on a local Ray cluster of two nodes (the head and a
+# second node on loopback; ray[default] from the pinned venv): one skynet serve
+# per node as actors, one killed mid-run, and deploy/ray/score_job.py as a
+# Ray job, each compared case by case with skynet score (build/test-ray.sh).
+test-ray: build pyvenv
+	bash build/test-ray.sh
+
 test-pythons:
 	@GO='$(GO_PLAIN)' bash build/test-pythons.sh
 
@@ -126,12 +133,16 @@ bench-cpu: build
 
 # skynet serve against skynet score on the same case files (internal/benchserve):
 # score's rate, serve's as 4 clients post NDJSON batches over loopback, and the
-# ratio, for the trivial example (200,000 cases) and the difflib metric.
+# ratio, for the trivial example (200,000 cases) and the difflib metric; then
+# the request shapes trainers send (--shapes: one sample and 64 cases a
+# request at 1 to 1,024 connections, beside 1,000-case requests; p50, p99,
+# server CPU a request, and pool.Score's latency without HTTP).
 bench-serve: build
 	$(or $(PY),python3) -c "import json; l=[json.loads(x) for x in open('$(EXAMPLE)/cases.jsonl') if x.strip()]; open('bin/big.jsonl','w').write(''.join(json.dumps(dict(l[i%len(l)], id=f'c{i}'))+'\n' for i in range(200000)))"
 	$(or $(PY),python3) testdata/difflib/make_cases.py 4000 > bin/difflib.jsonl
 	$(GO) run ./internal/benchserve --bin $(BIN) --metric $(EXAMPLE)/metric.py --data bin/big.jsonl --processes $(PROCESSES)
 	$(GO) run ./internal/benchserve --bin $(BIN) --metric testdata/difflib/metric.py --data bin/difflib.jsonl --batch 250 --processes $(PROCESSES)
+	$(GO) run ./internal/benchserve --shapes --bin $(BIN) --metric $(EXAMPLE)/metric.py --data bin/big.jsonl --processes $(PROCESSES)
 
 # The full soaks: RSS after 1,000,000 cases within 5 MB of RSS after 10,000,
 # and 100,000 judge cases against a model server injecting faults (make test

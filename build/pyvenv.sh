@@ -38,7 +38,7 @@ if [ ! -f "$venv/.complete" ]; then
   flock 9 # another make test may be making the same venv
   if [ ! -f "$venv/.complete" ]; then
     rm -rf "$venv"
-    echo "build/pyvenv.sh: making the pinned test venv (build/python-test.lock: $(grep -c '^[A-Za-z0-9]' "$lock") packages, about 90 MB to download from PyPI, 490 MB installed) in $venv" >&2
+    echo "build/pyvenv.sh: making the pinned test venv (build/python-test.lock: $(grep -c '^[A-Za-z0-9]' "$lock") packages, from PyPI, about 800 MB installed) in $venv" >&2
     start=$SECONDS
     "$python" -m venv "$venv"
     if ! "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-input \
