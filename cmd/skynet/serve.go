@@ -35,7 +35,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	data := fs.String("data", "", "sample cases (JSONL) for the contract check before the port opens (default: the load-time checks only)")
 	samples := fs.Int("samples", engine.DefaultSamples, "with --data: number of sample cases to call score on")
 	listen := fs.String("listen", defaultListen, "address to listen on, host:port (port 0: any free port, printed); give 0.0.0.0:PORT to listen beyond this machine")
-	token := fs.String("token", "", "bearer token every request but /healthz must carry (default: env SKYNET_SERVE_TOKEN)")
+	token := fs.String("token", "", "bearer token every request but /healthz and /livez must carry (default: env SKYNET_SERVE_TOKEN)")
 	maxBody := fs.Int("max-body", serve.DefaultMaxBody, "largest request body in bytes (413 past it)")
 	maxInflight := fs.Int("max-inflight", serve.DefaultMaxInflight, "most cases in flight over all requests (429 past it, with Retry-After)")
 	drainTimeout := fs.Duration("drain-timeout", 5*time.Minute, "on SIGTERM or SIGINT, how long requests in flight may take to finish before skynet serve exits anyway")
