@@ -110,7 +110,7 @@ type Options struct {
 	// SKYNET_API_KEY or OPENAI_API_KEY) once per process, at the first Open:
 	// variables set later are not seen, so pass a client made with llm.New
 	// to configure an engine in code.
-	LLM *llm.Client
+	LLM *llm.Client `json:"-"` // a process's own: it does not cross to a worker
 }
 
 // Engine scores cases with one loaded metric (and program, for Evaluate).
@@ -137,7 +137,8 @@ type Engine struct {
 	jobs       chan *parcel
 	frontMu    sync.Mutex // requeued jobs go ahead of jobs: see requeue
 	front      []*parcel
-	frontLen   atomic.Int32 // len(front), read without the lock
+	frontLen   atomic.Int32  // len(front), read without the lock
+	groupSeq   atomic.Uint64 // groups submitted: their order (group.seq)
 	frontReady chan struct{}
 	quit       chan struct{}
 	workers    sync.WaitGroup

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -89,6 +90,7 @@ type parcel struct {
 
 // group is a set of jobs whose caller waits for all of them at once.
 type group struct {
+	seq       uint64 // submission order, for the order of requeued parcels
 	jobs      []scoreJob
 	remaining atomic.Int32
 	byWorker  atomic.Int32  // outcomes delivered from a batch (see recycle)
@@ -853,13 +855,30 @@ func (e *Engine) requeue(jobs []*scoreJob) {
 		j.state.CompareAndSwap(jobBatched, jobQueued) // an abandoned job stays abandoned
 	}
 	e.frontMu.Lock()
-	e.front = append(e.front, &parcel{jobs: jobs})
+	// In case order, not requeue order: a batch whose budget ran out
+	// before its first cases requeues them after the rest of their group,
+	// which take requeued while forming it; taken in that order, a slow
+	// case could start (and hold the worker) before the cases ahead of it.
+	k := len(e.front)
+	for k > 0 && jobBefore(jobs[0], e.front[k-1].jobs[0]) {
+		k--
+	}
+	e.front = slices.Insert(e.front, k, &parcel{jobs: jobs})
 	e.frontLen.Store(int32(len(e.front)))
 	e.frontMu.Unlock()
 	select {
 	case e.frontReady <- struct{}{}:
 	default: // a wake-up is already pending
 	}
+}
+
+// jobBefore reports whether a comes before b in the order cases were
+// submitted.
+func jobBefore(a, b *scoreJob) bool {
+	if a.g != b.g {
+		return a.g.seq < b.g.seq
+	}
+	return a.pos < b.pos
 }
 
 // popFront takes the oldest requeued parcel, if any.

@@ -149,6 +149,7 @@ func (e *Engine) prepare(ctx context.Context, j *scoreJob, c *Case, artifact *pr
 func (e *Engine) submit(ctx context.Context, g *group) bool {
 	p := &g.p
 	p.group = g
+	g.seq = e.groupSeq.Add(1)
 	p.jobs, p.obs = p.jobs[:0], p.obs[:0]
 	for i := range g.jobs {
 		j := &g.jobs[i]
@@ -301,29 +302,50 @@ func (e *Engine) harvest(g *group) {
 	g.settle(n)
 }
 
-// waitWhole waits up to d for g to be ready to finish whole (see
-// group.ready); false when d passed first, or the caller or the engine is
-// stopping.
+// waitWhole waits up to d for every case of g to be done; false when d
+// passed first, or the caller or the engine is stopping. A batch that
+// hands over part of g meanwhile (its budget spent: the rest went back to
+// the queue, perhaps a slow case among it) is finished here, its outcomes
+// ready for waitJob, and the wait goes on: the caller must not then wait
+// for g whole, holding what is done behind the slow case.
 func (e *Engine) waitWhole(ctx context.Context, g *group, d time.Duration) bool {
-	if g.ready() {
-		return true
-	}
 	t := time.NewTimer(d)
 	defer t.Stop()
-	ran := g.ran
-	if g.finished {
-		ran = nil
+	for g.remaining.Load() != 0 {
+		ran := g.ran
+		if g.finished {
+			ran = nil
+		}
+		select {
+		case <-g.done:
+		case <-ran:
+			g.finished = true
+			e.finish(g.batch, true)
+		case <-t.C:
+			return false
+		case <-ctx.Done():
+			return false
+		case <-e.quit:
+			return false
+		}
 	}
-	select {
-	case <-g.done:
-		return true
-	case <-ran:
-		return true
-	case <-t.C:
-	case <-ctx.Done():
-	case <-e.quit:
+	return true
+}
+
+// finishHandedOver delivers what a batch handed over of g, if one did and
+// nobody finished it yet (its outcomes ready for waitJob); it reports
+// whether g is done whole. A handover alone makes g.ready, though jobs the
+// batch's budget left unstarted were requeued and may still run long.
+func (e *Engine) finishHandedOver(g *group) bool {
+	if g.remaining.Load() != 0 && !g.finished {
+		select {
+		case <-g.ran: // the handover is complete once ran is closed, not at handoff
+			g.finished = true
+			e.finish(g.batch, true)
+		default:
+		}
 	}
-	return false
+	return g.remaining.Load() == 0
 }
 
 // ScoreAll scores a stream of cases and yields each result with its case's
@@ -369,6 +391,12 @@ func (e *Engine) stream(ctx context.Context, cases iter.Seq[Case], window int, a
 				// metric). Unless it takes long (a slow case in it): its
 				// finished cases then go out first.
 				perJob = !e.waitWhole(ctx, g, harvestEvery)
+			}
+			if !perJob && !e.finishHandedOver(g) {
+				// A batch handed over part of g (its budget spent, the
+				// rest requeued): what it finished goes out now, not
+				// behind a slow case of the rest.
+				perJob = true
 			}
 			if perJob {
 				// Each result as it comes, in order: a slow case's group
