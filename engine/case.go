@@ -132,10 +132,16 @@ func (e *CaseError) Error() string { return fmt.Sprintf("%s: %s", e.Kind, e.Mess
 // from a cancellation from a closed engine; nil for the other kinds.
 func (e *CaseError) Unwrap() error { return e.cause }
 
-// failed builds the Result of a failed case; its feedback is the message.
-func failed(id string, kind ErrorKind, msg string) Result {
-	return Result{ID: id, Feedback: msg, Err: &CaseError{Kind: kind, Message: msg}}
+// Failed is c's result when it fails before or instead of a score: an
+// error of kind with msg, which is also its feedback, and c's observation.
+// Every place that decides a result without Python (a bad line, a crash,
+// a cancel) makes it here, so they agree.
+func (c Case) Failed(kind ErrorKind, msg string) Result {
+	return Result{ID: c.ID, Feedback: msg, Err: &CaseError{Kind: kind, Message: msg}, Observation: c.Observation}
 }
+
+// failed is the failed result of the case named id.
+func failed(id string, kind ErrorKind, msg string) Result { return Case{ID: id}.Failed(kind, msg) }
 
 // caseName is how messages name a case.
 func caseName(id string) string {

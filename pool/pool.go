@@ -384,7 +384,7 @@ func (t *Task) finish(r Record) bool {
 
 // made finishes the task with a result made in this process.
 func (t *Task) made(kind engine.ErrorKind, msg string) bool {
-	r := engine.Result{ID: t.ID, Feedback: msg, Err: &engine.CaseError{Kind: kind, Message: msg}, Observation: t.Observation}
+	r := engine.Case{ID: t.ID, Observation: t.Observation}.Failed(kind, msg)
 	return t.finish(RecordOf(r, t.withRun))
 }
 
@@ -405,7 +405,8 @@ func NewTask(c engine.Case, line int, program bool) *Task {
 	}
 	if msg != "" {
 		t.Case = nil
-		t.Result = &engine.Result{ID: c.ID, Feedback: msg, Err: &engine.CaseError{Kind: engine.KindInput, Message: msg}, Observation: c.Observation}
+		r := c.Failed(engine.KindInput, msg)
+		t.Result = &r
 	}
 	return t
 }
@@ -701,7 +702,7 @@ func (p *Pool) Score(ctx context.Context, c engine.Case) engine.Result {
 	for _, r := range p.scoreSeq(ctx, func(yield func(engine.Case) bool) { yield(c) }, nil, false) {
 		return r
 	}
-	return engine.Result{ID: c.ID, Err: &engine.CaseError{Kind: engine.KindCanceled, Message: "not scored"}}
+	return c.Failed(engine.KindCanceled, "not scored")
 }
 
 func (p *Pool) scoreSeq(ctx context.Context, cases iter.Seq[engine.Case], artifact any, program bool) iter.Seq2[int, engine.Result] {
@@ -764,7 +765,7 @@ func (p *Pool) scoreSeq(ctx context.Context, cases iter.Seq[engine.Case], artifa
 			for _, t := range batch {
 				r, err := ParseResult(t.Record.Line)
 				if err != nil {
-					r = engine.Result{ID: t.ID, Err: &engine.CaseError{Kind: engine.KindCrash, Message: err.Error()}}
+					r = engine.Case{ID: t.ID}.Failed(engine.KindCrash, err.Error())
 				}
 				if r.Err != nil && r.Err.Kind == engine.KindCanceled && ctx.Err() != nil {
 					r.Err = canceledError(r.Err.Message, ctx)

@@ -23,7 +23,7 @@ import (
 // worker's environment and the worker echoes it in its hello, so a binary
 // rebuilt (or replaced) while a run used it fails with a clear message
 // instead of misreading frames.
-const protocol = "skynet-pool/2"
+const protocol = "skynet-pool/3"
 
 // A frame is a type byte, the payload's length and CRC-32C (little-endian
 // uint32s), then the payload. The CRC tells a metric's stray writes on the

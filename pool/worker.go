@@ -39,18 +39,10 @@ func init() {
 
 // job is what a worker loads: the pool's engine options, as JSON.
 type job struct {
-	Metric            string        `json:"metric"`
-	Program           string        `json:"program,omitempty"`
-	Timeout           time.Duration `json:"timeout"`
-	RunTimeout        time.Duration `json:"run_timeout"`
-	Samples           int           `json:"samples"`
-	Threads           int           `json:"threads"`
-	LogsLimit         int           `json:"logs_limit"`
-	PythonExecutable  string        `json:"python_executable,omitempty"`
-	PythonHome        string        `json:"python_home,omitempty"`
-	PythonMemoryLimit int64         `json:"python_memory_limit,omitempty"`
-	Untrusted         bool          `json:"untrusted,omitempty"`
-	AllowWrites       []string      `json:"allow_writes,omitempty"`
+	// Options is what the worker opens, as the pool was given it, every
+	// field (LLM is json:"-": the parent makes the model calls); the
+	// worker adds MainThread and NoSpin (options).
+	engine.Options
 	// The models each role's calls go to: the worker names them in
 	// errors and observation; the parent makes the calls.
 	MetricModel     string `json:"metric_model,omitempty"`
@@ -61,20 +53,21 @@ type job struct {
 }
 
 func jobOf(o engine.Options, models *llm.Client) job {
-	j := job{Metric: o.Metric, Program: o.Program, Timeout: o.Timeout, RunTimeout: o.RunTimeout, Samples: o.Samples,
-		Threads: max(o.Threads, 1), LogsLimit: o.LogsLimit, PythonExecutable: o.PythonExecutable, PythonHome: o.PythonHome,
-		PythonMemoryLimit: o.PythonMemoryLimit, Untrusted: o.Untrusted, AllowWrites: o.AllowWrites}
+	j := job{Options: o}
+	j.LLM, j.Threads = nil, max(o.Threads, 1)
 	if models != nil {
 		j.MetricModel, j.ReflectionModel, j.TaskModel = models.Model(llm.RoleMetric), models.Model(llm.RoleReflection), models.Model(llm.RoleTask)
 	}
 	return j
 }
 
+// options is what the worker opens: the pool's options, scored on the
+// process's main thread (signal handlers work as under python3), with
+// waits that block rather than poll (the process is one of many).
 func (j job) options() engine.Options {
-	return engine.Options{Metric: j.Metric, Program: j.Program, Timeout: j.Timeout, RunTimeout: j.RunTimeout,
-		Samples: j.Samples, Threads: j.Threads, LogsLimit: j.LogsLimit, PythonExecutable: j.PythonExecutable,
-		PythonHome: j.PythonHome, PythonMemoryLimit: j.PythonMemoryLimit, Untrusted: j.Untrusted,
-		AllowWrites: j.AllowWrites, MainThread: true, NoSpin: true}
+	o := j.Options
+	o.MainThread, o.NoSpin = true, true
+	return o
 }
 
 // hello is the worker's first frame once the metric loaded.

@@ -556,7 +556,8 @@ func programTask(raw []byte, line int, lineErr error) *pool.Task {
 }
 
 func inputError(c engine.Case, msg string) *engine.Result {
-	return &engine.Result{ID: c.ID, Feedback: msg, Err: &engine.CaseError{Kind: engine.KindInput, Message: msg}, Observation: c.Observation}
+	r := c.Failed(engine.KindInput, msg)
+	return &r
 }
 
 // uniqueIDs refuses a batch with a repeated id: results are matched to

@@ -302,7 +302,8 @@ func caseEntries(in io.Reader, path string, done map[string]bool, maxLine int, s
 				e.id, e.obs = c.ID, c.Observation
 				if rerr != nil {
 					msg := rerr.Error()
-					e.res = &engine.Result{ID: c.ID, Feedback: msg, Err: &engine.CaseError{Kind: engine.KindInput, Message: msg}, Observation: c.Observation}
+					r := c.Failed(engine.KindInput, msg)
+					e.res = &r
 				}
 			}
 			if prev, dup := ids.add(e.id, n); dup {

@@ -196,7 +196,7 @@ func (s *supervisor) write(t *pool.Task, sig os.Signal) {
 	r := &t.Record
 	if r.Kind == engine.KindCanceled && sig != nil {
 		msg := fmt.Sprintf("%s cancelled: interrupted (%v)", s.cmd, sig)
-		res := engine.Result{ID: t.ID, Feedback: msg, Err: &engine.CaseError{Kind: engine.KindCanceled, Message: msg}, Observation: t.Observation}
+		res := engine.Case{ID: t.ID, Observation: t.Observation}.Failed(engine.KindCanceled, msg)
 		rec := pool.RecordOf(res, s.withRun)
 		r = &rec
 	}
