@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -12,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/skynetml/skynet/engine"
+	"github.com/skynetml/skynet/pool"
 )
 
 // runMerge is skynet merge: the shards' results files into one, in the
@@ -231,39 +231,16 @@ func (m *merger) read(part string, maxLine int) error {
 	return nil
 }
 
-// parseResult reads one results line (the shape of pool.ResultLine): its id,
-// what the summary counts of it and its named scores; !ok for a line that
-// is not a result (torn by a crash, or another file's).
+// parseResult reads one results line with pool.ParseResult, the reader
+// of every results line: its id, what the summary counts of it and its
+// named scores; !ok for a line that is not a result (torn by a crash, or
+// another file's: no id).
 func parseResult(text []byte) (id string, t tally, scores map[string]float64, ok bool) {
-	var r struct {
-		ID       *string            `json:"id"`
-		Score    float64            `json:"score"`
-		Scores   map[string]float64 `json:"scores"`
-		Warnings []string           `json:"warnings"`
-		Error    *struct {
-			Kind engine.ErrorKind `json:"kind"`
-		} `json:"error"`
-		Observation *struct {
-			RunMS   *float64 `json:"run_ms"`
-			CostUSD *float64 `json:"cost_usd"`
-		} `json:"observation"`
-	}
-	if err := json.Unmarshal(text, &r); err != nil || r.ID == nil {
+	r, err := pool.ParseResult(text)
+	if err != nil || r.ID == "" {
 		return "", tally{}, nil, false
 	}
-	t = tally{score: r.Score, warned: len(r.Warnings) > 0}
-	if r.Error != nil {
-		t.kind = r.Error.Kind
-	}
-	if o := r.Observation; o != nil {
-		if o.RunMS != nil {
-			t.runMS, t.hasRunMS = *o.RunMS, true
-		}
-		if o.CostUSD != nil {
-			t.cost, t.hasCost = *o.CostUSD, true
-		}
-	}
-	return *r.ID, t, r.Scores, true
+	return r.ID, tallyOf(r), r.Scores, true
 }
 
 // missing are the cases of ids without a result, finished or cancelled.

@@ -369,6 +369,21 @@ type tally struct {
 	warned            bool
 }
 
+// tallyOf is what the summary counts of r.
+func tallyOf(r engine.Result) tally {
+	t := tally{score: r.Score, warned: len(r.Warnings) > 0}
+	if r.Err != nil {
+		t.kind = r.Err.Kind
+	}
+	if o := r.Observation; o.RunMS != nil {
+		t.runMS, t.hasRunMS = *o.RunMS, true
+	}
+	if o := r.Observation; o.CostUSD != nil {
+		t.cost, t.hasCost = *o.CostUSD, true
+	}
+	return t
+}
+
 func (s *stats) add(t tally) {
 	if t.kind == engine.KindCanceled {
 		s.canceled++
