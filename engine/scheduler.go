@@ -212,6 +212,22 @@ func (e *Engine) recycle(g *group) {
 	e.groups.keep(&e.spareMu, g)
 }
 
+// pendingRan is g.ran while the waiter has a handed-over batch still to
+// finish, nil once it finished it: a select on it fires once.
+func (g *group) pendingRan() <-chan struct{} {
+	if g.finished {
+		return nil
+	}
+	return g.ran
+}
+
+// finishRan finishes the batch handed over for g once ran closed (finish;
+// markReady as there), on the waiter's goroutine.
+func (e *Engine) finishRan(g *group, markReady bool) {
+	g.finished = true
+	e.finish(g.batch, markReady)
+}
+
 // leave is the waiter's last step: a batch handed over but not finished
 // (every outcome came from elsewhere) is freed here, else the worker
 // learns that nobody will take it.

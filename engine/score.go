@@ -212,20 +212,14 @@ func (e *Engine) wait(ctx context.Context, g *group) {
 	if !e.slowCases() {
 		e.spin(g.ready)
 	}
-	ran := g.ran
-	if g.finished { // waitJob finished the batch handed over
-		ran = nil
-	}
 	for {
 		var o outcome
 		select {
 		case <-g.done:
 			g.leave()
 			return
-		case <-ran:
-			ran = nil
-			g.finished = true
-			e.finish(g.batch, false)
+		case <-g.pendingRan():
+			e.finishRan(g, false)
 			continue
 		case <-ctx.Done():
 			o = canceledOutcome(ctx, "")
@@ -253,17 +247,12 @@ func (e *Engine) wait(ctx context.Context, g *group) {
 func (e *Engine) waitJob(ctx context.Context, g *group, k int, tick <-chan time.Time) bool {
 	j := &g.jobs[k]
 	for !j.ready.Load() {
-		ran := g.ran
-		if g.finished {
-			ran = nil
-		}
 		select {
 		case <-g.done:
 			return true
 		case <-g.progress:
-		case <-ran:
-			g.finished = true
-			e.finish(g.batch, true)
+		case <-g.pendingRan():
+			e.finishRan(g, true)
 		case <-tick:
 			e.harvest(g)
 		case <-ctx.Done():
@@ -312,15 +301,10 @@ func (e *Engine) waitWhole(ctx context.Context, g *group, d time.Duration) bool 
 	t := time.NewTimer(d)
 	defer t.Stop()
 	for g.remaining.Load() != 0 {
-		ran := g.ran
-		if g.finished {
-			ran = nil
-		}
 		select {
 		case <-g.done:
-		case <-ran:
-			g.finished = true
-			e.finish(g.batch, true)
+		case <-g.pendingRan():
+			e.finishRan(g, true)
 		case <-t.C:
 			return false
 		case <-ctx.Done():
@@ -337,11 +321,10 @@ func (e *Engine) waitWhole(ctx context.Context, g *group, d time.Duration) bool 
 // whether g is done whole. A handover alone makes g.ready, though jobs the
 // batch's budget left unstarted were requeued and may still run long.
 func (e *Engine) finishHandedOver(g *group) bool {
-	if g.remaining.Load() != 0 && !g.finished {
+	if g.remaining.Load() != 0 {
 		select {
-		case <-g.ran: // the handover is complete once ran is closed, not at handoff
-			g.finished = true
-			e.finish(g.batch, true)
+		case <-g.pendingRan(): // the handover is complete once ran is closed, not at handoff
+			e.finishRan(g, true)
 		default:
 		}
 	}
