@@ -572,7 +572,7 @@ func (p *Pool) ended(w *proc) {
 		doing = "running and scoring"
 	}
 	msg := fmt.Sprintf("case %s: %s while %s this case alone", t.ID, why, doing)
-	if out := w.tail.lastOutput(); out != "" {
+	if out := w.tail.LastOutput(); out != "" {
 		msg += "; last output: " + out
 	}
 	p.st.Crashes++
@@ -607,7 +607,7 @@ func (p *Pool) limitOf(t *Task) time.Duration {
 
 // withOutput adds a dead worker's last output to why it died.
 func (p *Pool) withOutput(w *proc, why string) string {
-	if out := w.tail.lastOutput(); out != "" && !strings.Contains(why, "did not finish") {
+	if out := w.tail.LastOutput(); out != "" && !strings.Contains(why, "did not finish") {
 		why += "; last output: " + out
 	}
 	return why

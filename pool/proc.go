@@ -6,7 +6,6 @@ package pool
 // through the pool's events.
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/binary"
 	"errors"
@@ -14,11 +13,10 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"regexp"
-	"strings"
-	"sync"
 	"syscall"
 	"time"
+
+	"github.com/skynetml/skynet/internal/stderrtail"
 )
 
 // workerEnv marks a worker process; its value is the protocol the parent
@@ -46,7 +44,7 @@ type proc struct {
 	out     chan outMsg // to the sender
 	exited  chan struct{}
 	state   *os.ProcessState
-	tail    *stderrTail
+	tail    *stderrtail.Tail // its stderr, forwarded, the end kept for crash messages
 
 	// Owned by the dispatcher.
 	hello     bool
@@ -98,7 +96,7 @@ func (p *Pool) start(solo bool) (*proc, error) {
 	}
 	p.procSeq++
 	w := &proc{n: p.procSeq, solo: solo, started: time.Now(), out: make(chan outMsg, 64), exited: make(chan struct{}),
-		tail: &stderrTail{}, lastWord: time.Now(), arts: newArtifacts[struct{}](), threads: p.job.Threads}
+		tail: &stderrtail.Tail{}, lastWord: time.Now(), arts: newArtifacts[struct{}](), threads: p.job.Threads}
 	j := p.job
 	if solo {
 		j.Threads, j.Solo = 1, true
@@ -147,7 +145,7 @@ func (p *Pool) start(solo bool) (*proc, error) {
 	go func() {
 		defer close(stderrDone)
 		defer errR.Close()
-		w.tail.copy(p.stderr, errR)
+		w.tail.Copy(p.stderr, errR)
 	}()
 	go func() {
 		cmd.Wait()
@@ -232,12 +230,12 @@ func (w *proc) deathReason(culprit string) string {
 	switch {
 	case ws.Signaled():
 		return fmt.Sprintf("%s crashed the Python process (%s)", culprit, signalName(ws.Signal()))
-	case w.tail.signal != "":
-		return fmt.Sprintf("%s crashed the Python process (%s)", culprit, w.tail.signal)
+	case w.tail.Signal() != "":
+		return fmt.Sprintf("%s crashed the Python process (%s)", culprit, w.tail.Signal())
 	case ws.Exited() && ws.ExitStatus() == exitProtocol:
-		return "the Python process is another build of this program (" + w.tail.head + ")"
-	case ws.Exited() && ws.ExitStatus() == 2 && w.tail.first != "":
-		return fmt.Sprintf("the Python process failed (%s)", w.tail.first)
+		return "the Python process is another build of this program (" + w.tail.Head() + ")"
+	case ws.Exited() && ws.ExitStatus() == 2 && w.tail.CrashLine() != "":
+		return fmt.Sprintf("the Python process failed (%s)", w.tail.CrashLine())
 	case ws.Exited() && ws.ExitStatus() == exitLostChannel:
 		return culprit + " closed or broke the Python process's channel to skynet (its file descriptors)"
 	case ws.Exited():
@@ -259,84 +257,4 @@ func signalName(s syscall.Signal) string {
 		return n
 	}
 	return fmt.Sprintf("signal %d", int(s))
-}
-
-// stderrTail forwards a worker's stderr, whole lines at a time, and keeps
-// its last lines for crash messages. A Go crash report (the runtime's
-// answer to a signal in C code) is not forwarded: its first line names the
-// signal, which is kept.
-type stderrTail struct {
-	mu     sync.Mutex
-	lines  []string
-	signal string
-	dump   bool
-	first  string // the crash report's first line
-	head   string // the first line of all, for a worker that failed before its first frame
-}
-
-var goCrash = regexp.MustCompile(`^(?:(SIG[A-Z0-9]+): |fatal error: |\[signal (SIG[A-Z0-9]+)|runtime: |panic: )`)
-
-const tailLines = 8
-
-func (t *stderrTail) copy(w io.Writer, r io.Reader) {
-	br := bufio.NewReaderSize(r, 1<<16)
-	for {
-		line, err := br.ReadSlice('\n')
-		wrote := len(line) > 0 && t.add(w, line)
-		if err == bufio.ErrBufferFull {
-			continue
-		}
-		if err != nil {
-			if wrote && line[len(line)-1] != '\n' {
-				// Its last output lacked a newline: end the line, so that
-				// what skynet writes next (its summary) starts one.
-				w.Write([]byte{'\n'})
-			}
-			return
-		}
-	}
-}
-
-// add forwards line and keeps it; false when it was not forwarded (a Go
-// crash report).
-func (t *stderrTail) add(w io.Writer, line []byte) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if m := goCrash.FindSubmatch(line); m != nil && !t.dump {
-		t.dump = true
-		t.first = strings.TrimSpace(string(line[:min(len(line), 200)]))
-		if n := string(m[1]) + string(m[2]); n != "" {
-			t.signal = n
-		}
-	}
-	if t.dump {
-		if t.signal == "" {
-			if m := goCrash.FindSubmatch(line); m != nil {
-				t.signal = string(m[1]) + string(m[2])
-			}
-		}
-		return false
-	}
-	if t.head == "" {
-		t.head = strings.TrimSpace(string(line[:min(len(line), 200)]))
-	}
-	w.Write(line)
-	text := strings.TrimRight(string(line[:min(len(line), 300)]), "\r\n")
-	if strings.TrimSpace(text) == "" {
-		return true
-	}
-	if len(t.lines) == tailLines {
-		copy(t.lines, t.lines[1:])
-		t.lines = t.lines[:tailLines-1]
-	}
-	t.lines = append(t.lines, text)
-	return true
-}
-
-// lastOutput is the worker's last lines of output before it died, at most three.
-func (t *stderrTail) lastOutput() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	l := t.lines[max(0, len(t.lines)-3):]
-	return strings.Join(l, " | ")
 }

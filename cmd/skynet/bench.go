@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	_ "embed"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -20,23 +19,14 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/skynetml/skynet/cpython"
 	"github.com/skynetml/skynet/engine"
+	"github.com/skynetml/skynet/internal/baseline"
+	"github.com/skynetml/skynet/internal/median"
 	"github.com/skynetml/skynet/pool"
 )
-
-//go:embed baseline/worker.py
-var workerScript string
-
-//go:embed baseline/script.py
-var plainScript string
-
-//go:embed baseline/pool.py
-var poolScript string
 
 // benchReport is what `skynet bench --json` prints. Times are medians over
 // --runs runs, each path measured side by side in every run.
@@ -185,7 +175,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	workers := &sv.threads
 	fileOnly := fs.Bool("file-only", false, "with --file, run only the file paths (for metrics too slow for the per-case baselines)")
 	python := fs.String("python", "", "python3 for the subprocess baselines (default: the embedded CPython's own executable)")
-	workerTimeout := fs.Duration("worker-timeout", defaultWorkerTimeout,
+	workerTimeout := fs.Duration("worker-timeout", baseline.DefaultTimeout,
 		"how long to wait for a subprocess baseline's next reply (pipelined: its next buffered batch) before stopping it with an error")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
@@ -236,14 +226,13 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	defer os.RemoveAll(tmp)
-	worker := filepath.Join(tmp, "worker.py")
-	script := filepath.Join(tmp, "script.py")
-	poolPy := filepath.Join(tmp, "pool.py")
-	os.WriteFile(worker, []byte(workerScript), 0o644)
-	os.WriteFile(script, []byte(plainScript), 0o644)
-	os.WriteFile(poolPy, []byte(poolScript), 0o644)
+	base, err := baseline.New(tmp, *python, *metric, *workerTimeout)
+	if err != nil {
+		fmt.Fprintf(stderr, "skynet bench: %v\n", err)
+		return exitUsage
+	}
 
-	b := &bench{rss: map[string]float64{}, cpu: map[string][]float64{}, e: e, cases: cases, lines: lines, python: *python, metric: *metric, worker: worker, workerTimeout: *workerTimeout}
+	b := &bench{rss: map[string]float64{}, cpu: map[string][]float64{}, e: e, cases: cases, lines: lines, metric: *metric, base: base}
 	// The baselines call score with no Skynet around it: a metric that
 	// calls skynet.observation() (or another per-case function) in score
 	// cannot run there. Found on one case before anything is timed.
@@ -271,9 +260,9 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 			{"engine", b.engine},
 			{"python_loop", func() (float64, error) { return b.pythonLoop(b.lines, false) }},
 			{"python_loop_shared", func() (float64, error) { return b.pythonLoop(b.lines, true) }},
-			{"subprocess_lockstep", func() (float64, error) { return b.subprocess(false) }},
-			{"subprocess_pipelined", func() (float64, error) { return b.subprocess(true) }},
-			{"subprocess_per_case", func() (float64, error) { return b.perProcess(*perProcess) }},
+			{"subprocess_lockstep", func() (float64, error) { return b.base.Subprocess(b.lines, false, b.sameScore) }},
+			{"subprocess_pipelined", func() (float64, error) { return b.base.Subprocess(b.lines, true, b.sameScore) }},
+			{"subprocess_per_case", func() (float64, error) { return b.base.PerProcess(b.lines, *perProcess, b.sameScore) }},
 		}
 		if r%2 == 1 { // the engine and the loop it is held to swap places every run
 			steps[0], steps[1] = steps[1], steps[0]
@@ -294,14 +283,14 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 			}
 			fileSteps := []step{
 				{"skynet_score_file", func() (float64, error) { return b.cliFile(*file, tmp, *workers, nProcs) }},
-				{"python_script_file", func() (float64, error) { return b.scriptFile(*file, tmp, script) }},
+				{"python_script_file", func() (float64, error) { return b.scriptFile(*file, tmp) }},
 			}
 			if engineOnly != "" {
 				fileSteps = fileSteps[:1]
 			} else if nProcs > 1 {
 				fileSteps = append(fileSteps,
 					step{"skynet_score_file_1", func() (float64, error) { return b.cliFile(*file, tmp, *workers, 1) }},
-					step{"python_pool_file", func() (float64, error) { return b.poolFile(*file, tmp, poolPy, nProcs) }})
+					step{"python_pool_file", func() (float64, error) { return b.poolFile(*file, tmp, nProcs) }})
 			}
 			if r%2 == 1 { // each file path runs first every other run
 				slices.Reverse(fileSteps)
@@ -335,12 +324,12 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		rep.PeakRSSMB = b.rss
 	}
 	for k, v := range samples {
-		rep.NSPerCase[k] = median(v)
+		rep.NSPerCase[k] = median.Of(v)
 	}
 	if len(b.cpu) > 0 {
 		rep.CPUNSPerCase, rep.CPUSamples = map[string]float64{}, b.cpu
 		for k, v := range b.cpu {
-			rep.CPUNSPerCase[k] = median(v)
+			rep.CPUNSPerCase[k] = median.Of(v)
 		}
 	}
 	ns := rep.NSPerCase
@@ -423,18 +412,9 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	if len(roundTrips) > 0 {
 		fmt.Fprintf(stdout, "\n  cross-core round trip %.0f ns (median of %d runs; on the README's 2-vCPU VM about 110 ns\n"+
 			"  when its host is quiet, 400-600 when busy: the engine hands work between two CPUs, the loop uses one)\n",
-			median(roundTrips), len(roundTrips))
+			median.Of(roundTrips), len(roundTrips))
 	}
 	return exitOK
-}
-
-func median(v []float64) float64 {
-	s := append([]float64(nil), v...)
-	sort.Float64s(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 // benchCases reads the case file and cycles it to n cases; lines are the
@@ -520,14 +500,12 @@ func callPython(name, source, fn string, args ...any) (any, error) {
 }
 
 type bench struct {
-	e             *engine.Engine
-	cases         []engine.Case
-	lines         [][]byte
-	python        string
-	metric        string
-	worker        string
-	workerTimeout time.Duration // longest wait for one reply of a subprocess baseline
-	scores        []float64     // the engine's, to check the baselines against
+	e      *engine.Engine
+	cases  []engine.Case
+	lines  [][]byte
+	metric string
+	base   *baseline.Runner // the Python baselines
+	scores []float64        // the engine's, to check the baselines against
 
 	fileScores     []float64 // the first file path's, to check the others against
 	fileScoresFrom string
@@ -617,260 +595,12 @@ func rawLines(lines [][]byte) []string {
 	return out
 }
 
-type workerReply struct {
-	Score    float64 `json:"score"`
-	Feedback string  `json:"feedback"`
-}
-
-// check holds a baseline to the engine's scores.
-func (b *bench) check(i int, line []byte) error {
-	var r workerReply
-	if err := json.Unmarshal(line, &r); err != nil {
-		return fmt.Errorf("worker reply %q: %v", line, err)
-	}
-	if b.scores != nil && math.Abs(r.Score-b.scores[i]) > 1e-12 {
-		return fmt.Errorf("case %d: worker scored %v, the engine %v", i, r.Score, b.scores[i])
+// sameScore holds a baseline's score of case i to the engine's.
+func (b *bench) sameScore(i int, score float64) error {
+	if b.scores != nil && math.Abs(score-b.scores[i]) > 1e-12 {
+		return fmt.Errorf("case %d: worker scored %v, the engine %v", i, score, b.scores[i])
 	}
 	return nil
-}
-
-// defaultWorkerTimeout bounds the wait for each reply of a subprocess
-// baseline (the first one includes starting python and importing the
-// metric): a worker that hangs, or dies without a word, is an error that
-// says so rather than a bench that waits forever.
-const defaultWorkerTimeout = 2 * time.Minute
-
-// workerProc is one running baseline worker (baseline/worker.py). The replies
-// come on its stdout, which worker.py keeps for the protocol alone; its
-// stderr (where the metric's print() output goes) is kept, the end of it,
-// for error messages. A watchdog kills it when no reply has come for
-// b.workerTimeout, and the read that was waiting then fails saying so.
-type workerProc struct {
-	b       *bench
-	what    string
-	cmd     *exec.Cmd
-	stdin   io.WriteCloser
-	out     *bufio.Reader
-	stderr  *tail
-	replies atomic.Int64
-	stalled atomic.Bool
-	done    chan struct{}
-	waited  bool
-	waitErr error
-}
-
-func (b *bench) startWorker(what string, args ...string) (*workerProc, error) {
-	w := &workerProc{b: b, what: what, cmd: exec.Command(b.python, append([]string{b.worker, b.metric}, args...)...),
-		stderr: &tail{max: 4 << 10}, done: make(chan struct{})}
-	w.cmd.Stderr = w.stderr
-	w.cmd.WaitDelay = time.Second // a process the metric started, left holding stderr, does not hold up Wait
-	var err error
-	if w.stdin, err = w.cmd.StdinPipe(); err != nil {
-		return nil, err
-	}
-	stdout, err := w.cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := w.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting %s %s: %v", b.python, b.worker, err)
-	}
-	w.out = bufio.NewReaderSize(stdout, 1<<16)
-	go w.watch()
-	return w, nil
-}
-
-// watch kills the worker once no reply has come for the timeout. It costs
-// the timed loop one atomic add per reply.
-func (w *workerProc) watch() {
-	timeout := w.b.workerTimeout
-	tick := time.NewTicker(max(timeout/8, time.Millisecond))
-	defer tick.Stop()
-	last, since := int64(-1), time.Now()
-	for {
-		select {
-		case <-w.done:
-			return
-		case now := <-tick.C:
-			if n := w.replies.Load(); n != last {
-				last, since = n, now
-			} else if now.Sub(since) >= timeout {
-				w.stalled.Store(true)
-				w.cmd.Process.Kill()
-				return
-			}
-		}
-	}
-}
-
-// reply reads the next reply line.
-func (w *workerProc) reply() ([]byte, error) {
-	line, err := w.out.ReadBytes('\n')
-	if err != nil {
-		return nil, w.failed(err)
-	}
-	w.replies.Add(1)
-	return line, nil
-}
-
-// failed explains why a reply did not come: the worker hung (and was
-// killed), or it exited, with what it last wrote to stderr.
-func (w *workerProc) failed(err error) error {
-	n := w.replies.Load()
-	what := fmt.Sprintf("the %s worker (%s %s %s)", w.what, w.b.python, filepath.Base(w.b.worker), w.b.metric)
-	if w.stalled.Load() {
-		w.wait()
-		return fmt.Errorf("%s sent no reply for %v after %d replies, so it was stopped (the metric's score or import may hang; --worker-timeout sets the wait)%s",
-			what, w.b.workerTimeout, n, w.stderr.suffix())
-	}
-	if err == io.EOF {
-		if werr := w.wait(); werr != nil {
-			return fmt.Errorf("%s exited after %d replies: %v%s", what, n, werr, w.stderr.suffix())
-		}
-		return fmt.Errorf("%s closed its output after %d replies%s", what, n, w.stderr.suffix())
-	}
-	return fmt.Errorf("%s: reading its reply: %v%s", what, err, w.stderr.suffix())
-}
-
-// wait reaps the worker once.
-func (w *workerProc) wait() error {
-	if !w.waited {
-		w.waited = true
-		w.waitErr = w.cmd.Wait()
-		close(w.done)
-	}
-	return w.waitErr
-}
-
-// stop ends the worker: it has its input closed; if it has not exited after
-// that (it is still working, or the bench failed midway), it is killed, so
-// a failed run never waits on it.
-func (w *workerProc) stop(ok bool) {
-	w.stdin.Close()
-	if !ok && !w.waited {
-		w.cmd.Process.Kill()
-	}
-	w.wait()
-}
-
-// subprocess runs the persistent worker: lockstep (write a case, wait for its
-// reply) or pipelined (write all while reading all).
-func (b *bench) subprocess(pipelined bool) (ns float64, err error) {
-	var args []string
-	what := "lockstep"
-	if pipelined {
-		args, what = append(args, "--pipelined"), "pipelined"
-	}
-	w, err := b.startWorker(what, args...)
-	if err != nil {
-		return 0, err
-	}
-	defer func() { w.stop(err == nil) }()
-	// Warm up: the worker has imported the metric once it answers. (A
-	// write to a worker that is gone fails; its reply then says why.)
-	w.stdin.Write(append(append([]byte(nil), b.lines[0]...), '\n'))
-	if _, err := w.reply(); err != nil {
-		return 0, err
-	}
-	start := time.Now()
-	if pipelined {
-		go func() {
-			bw := bufio.NewWriterSize(w.stdin, 1<<16)
-			for _, l := range b.lines {
-				bw.Write(l)
-				bw.WriteByte('\n')
-			}
-			bw.Flush()
-			w.stdin.Close()
-		}()
-		for i := range b.lines {
-			line, err := w.reply()
-			if err != nil {
-				return 0, err
-			}
-			if err := b.check(i, line); err != nil {
-				return 0, err
-			}
-		}
-	} else {
-		for i, l := range b.lines {
-			w.stdin.Write(append(l, '\n'))
-			line, err := w.reply()
-			if err != nil {
-				return 0, err
-			}
-			if err := b.check(i, line); err != nil {
-				return 0, err
-			}
-		}
-	}
-	return float64(time.Since(start).Nanoseconds()) / float64(len(b.lines)), nil
-}
-
-// perProcess starts a new python3 for each case, as a naive runner would.
-func (b *bench) perProcess(n int) (float64, error) {
-	n = min(n, len(b.lines))
-	start := time.Now()
-	for i := 0; i < n; i++ {
-		cmd := exec.Command(b.python, b.worker, b.metric)
-		cmd.Stdin = bytes.NewReader(append(append([]byte(nil), b.lines[i]...), '\n'))
-		stderr := &tail{max: 4 << 10}
-		cmd.Stderr = stderr
-		cmd.WaitDelay = time.Second
-		var stalled atomic.Bool
-		timer := time.AfterFunc(b.workerTimeout, func() {
-			stalled.Store(true)
-			cmd.Process.Kill()
-		})
-		out, err := cmd.Output()
-		timer.Stop()
-		what := fmt.Sprintf("the per-case worker (%s %s %s) for case %d", b.python, filepath.Base(b.worker), b.metric, i)
-		if stalled.Load() {
-			return 0, fmt.Errorf("%s sent no reply in %v, so it was stopped (the metric's score or import may hang; --worker-timeout sets the wait)%s",
-				what, b.workerTimeout, stderr.suffix())
-		}
-		if err != nil {
-			return 0, fmt.Errorf("%s: %v%s", what, err, stderr.suffix())
-		}
-		if err := b.check(i, out); err != nil {
-			return 0, err
-		}
-	}
-	return float64(time.Since(start).Nanoseconds()) / float64(n), nil
-}
-
-// tail keeps the last max bytes written to it: a worker's stderr, for the
-// error that reports it. Safe for the goroutine exec copies stderr on.
-type tail struct {
-	mu    sync.Mutex
-	max   int
-	buf   []byte
-	total int
-}
-
-func (t *tail) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.total += len(p)
-	t.buf = append(t.buf, p...)
-	if len(t.buf) > t.max {
-		t.buf = append(t.buf[:0], t.buf[len(t.buf)-t.max:]...)
-	}
-	return len(p), nil
-}
-
-// suffix is ", its stderr: ..." for an error message, or "".
-func (t *tail) suffix() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	s := strings.TrimSpace(string(t.buf))
-	if s == "" {
-		return ""
-	}
-	if t.total > len(t.buf) {
-		return "; the end of its stderr:\n..." + s
-	}
-	return "; its stderr:\n" + s
 }
 
 // cliFile times `skynet score` on a file, as a new process, end to end.
@@ -885,15 +615,17 @@ func (b *bench) cliFile(file, tmp string, threads, processes int) (float64, erro
 }
 
 // scriptFile times the plain Python script a user would write, end to end.
-func (b *bench) scriptFile(file, tmp, script string) (float64, error) {
+func (b *bench) scriptFile(file, tmp string) (float64, error) {
 	out := filepath.Join(tmp, "script.jsonl")
-	return b.timeFile(file, out, b.python, script, b.metric, file, out)
+	argv := b.base.ScriptCommand(file, out)
+	return b.timeFile(file, out, argv[0], argv[1:]...)
 }
 
 // poolFile times the multiprocessing.Pool(n) script, end to end.
-func (b *bench) poolFile(file, tmp, pool string, n int) (float64, error) {
+func (b *bench) poolFile(file, tmp string, n int) (float64, error) {
 	out := filepath.Join(tmp, "pool.jsonl")
-	return b.timeFile(file, out, b.python, pool, b.metric, file, out, strconv.Itoa(n))
+	argv := b.base.PoolCommand(file, out, n)
+	return b.timeFile(file, out, argv[0], argv[1:]...)
 }
 
 // timeFile runs a command that scores file into out, end to end, and checks

@@ -15,7 +15,7 @@ const difflibDir = "../../testdata/difflib/"
 
 // TestDifflibBenchmarkFiles keeps testdata/difflib/ usable for benchmarks:
 // make_cases.py reproduces the committed cases.jsonl byte for byte, and
-// skynet score and the bench's plain and Pool baselines (baseline/) give
+// skynet score and the bench's plain and Pool baselines (internal/baseline/) give
 // every case the same score and feedback, on the embedded CPython's own python3.
 func TestDifflibBenchmarkFiles(t *testing.T) {
 	cases := difflibDir + "cases.jsonl"
@@ -38,7 +38,7 @@ func TestDifflibBenchmarkFiles(t *testing.T) {
 	made, err := exec.Command(python, difflibDir+"make_cases.py", "50").Output()
 	require.NoError(t, err)
 	require.Equal(t, string(want), string(made), "make_cases.py 50 writes cases.jsonl")
-	for _, script := range [][]string{{"baseline/script.py"}, {"baseline/pool.py", "2"}} {
+	for _, script := range [][]string{{"../../internal/baseline/script.py"}, {"../../internal/baseline/pool.py", "2"}} {
 		out := filepath.Join(dir, filepath.Base(script[0])+".jsonl")
 		b, err := exec.Command(python, append([]string{script[0], difflibDir + "metric.py", cases, out}, script[1:]...)...).CombinedOutput()
 		require.NoError(t, err, string(b))

@@ -23,11 +23,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/skynetml/skynet/internal/median"
 )
 
 func main() {
@@ -138,11 +139,11 @@ func main() {
 	srv.Process.Signal(os.Interrupt)
 	srv.Wait()
 
-	s, w, v := median(scoreRates), median(scoreWall), median(serveRates)
+	s, w, v := median.Of(scoreRates), median.Of(scoreWall), median.Of(serveRates)
 	fmt.Printf("cases: %d (%s), metric %s, --processes %s, %d runs (medians)\n", n, *data, *metric, *processes, *runs)
 	fmt.Printf("skynet score: %.0f cases/s (its summary; %.0f cases/s counting the process start and metric load)\n", s, w)
 	fmt.Printf("skynet serve: %.0f cases/s (%d clients, NDJSON batches of %d, metric loaded already)\n", v, *clients, *batch)
-	fmt.Printf("ratio serve/score: %.2f (median of the runs' ratios %.2f; against the whole score process: %.2f)\n", v/s, median(ratios), v/w)
+	fmt.Printf("ratio serve/score: %.2f (median of the runs' ratios %.2f; against the whole score process: %.2f)\n", v/s, median.Of(ratios), v/w)
 }
 
 // startServe starts skynet serve on a free loopback port and returns it
@@ -165,15 +166,6 @@ func startServe(bin, metric, processes string) (*exec.Cmd, string) {
 	}
 	go io.Copy(io.Discard, pipe)
 	return srv, url
-}
-
-func median(v []float64) float64 {
-	s := append([]float64(nil), v...)
-	sort.Float64s(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 func check(err error) {

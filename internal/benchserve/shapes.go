@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/skynetml/skynet/engine"
+	"github.com/skynetml/skynet/internal/median"
 	"github.com/skynetml/skynet/pool"
 )
 
@@ -127,7 +128,7 @@ func medianRun(rs []shapeRun) shapeRun {
 	for _, r := range rs {
 		rate, p50, p99, cpu = append(rate, r.rate), append(p50, float64(r.p50)), append(p99, float64(r.p99)), append(cpu, float64(r.cpu))
 	}
-	return shapeRun{rate: median(rate), p50: time.Duration(median(p50)), p99: time.Duration(median(p99)), cpu: time.Duration(median(cpu))}
+	return shapeRun{rate: median.Of(rate), p50: time.Duration(median.Of(p50)), p99: time.Duration(median.Of(p99)), cpu: time.Duration(median.Of(cpu))}
 }
 
 func fmtDur(d time.Duration) string {
