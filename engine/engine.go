@@ -134,28 +134,12 @@ type Engine struct {
 	async       bool // score is `async def`: it runs on an event loop (aio)
 	aio         *aioLoop
 
-	jobs       chan *parcel
-	frontMu    sync.Mutex // requeued jobs go ahead of jobs: see requeue
-	front      []*parcel
-	frontLen   atomic.Int32  // len(front), read without the lock
-	groupSeq   atomic.Uint64 // groups submitted: their order (group.seq)
-	frontReady chan struct{}
-	quit       chan struct{}
-	workers    sync.WaitGroup
-	poolMu     sync.Mutex
-	pool       []*worker // live workers, for the watchdog
+	scheduler // the queue, worker threads, batches and watchdog (scheduler.go)
+
 	closing    sync.Once
 	closed     atomic.Bool
-	avgCase    atomic.Int64  // moving average of a case's time in ns, sizes batches
-	budget     time.Duration // how long a batch may hold the GIL
-	avgIdle    atomic.Int64  // moving average of how long an idle worker waited for work, in ns
 	scoreCalls atomic.Int64
 	mode       cpython.Mode
-	wedge      atomic.Pointer[wedge]
-	spareMu    sync.Mutex
-	batches    spares[cpython.Batch] // finished batches kept for reuse (getBatch)
-	groups     spares[group]         // read groups kept for reuse (newGroup)
-	memos      spares[jsonMemo]      // streams' memos kept for reuse (getMemo)
 
 	cache *cpython.ArgCache   // Python objects of repeated argument values
 	str   func([]byte) string // makes result strings, sharing repeated ones (internTable)
@@ -270,13 +254,8 @@ func Open(opts Options) (*Engine, error) {
 		threads:    orDefault(opts.Threads, 1),
 		mainThread: opts.MainThread,
 		noSpin:     opts.NoSpin,
-		jobs:       make(chan *parcel, 256),
 		str:        newInternTable().make,
-		batches:    spares[cpython.Batch]{max: spareBatches},
-		groups:     spares[group]{max: spareGroups},
-		memos:      spares[jsonMemo]{max: spareMemos},
-		frontReady: make(chan struct{}, 1),
-		quit:       make(chan struct{}),
+		scheduler:  newScheduler(),
 	}
 	e.module = moduleName("metric", path)
 
@@ -285,7 +264,7 @@ func Open(opts Options) (*Engine, error) {
 		if err == nil {
 			msg = fmt.Sprintf("%s is a directory, not a metric file", opts.Metric)
 		}
-		return nil, &CheckError{Checks: []Check{{Name: CheckLoads, Message: msg}}, err: err}
+		return nil, &CheckError{Checks: []Check{{Name: CheckLoads, Message: msg}}, Err: err}
 	}
 	if e.llm = opts.LLM; e.llm == nil {
 		if e.llm, err = EnvLLM(); err != nil {
@@ -548,10 +527,10 @@ func (e *Engine) workerCount() int {
 	return len(e.pool)
 }
 
-// PythonThreads is how many Python threads score: Options.Threads, or 1
+// pythonThreads is how many Python threads score: Options.Threads, or 1
 // for an `async def score`, whose cases (Threads of them at once) share
 // one event loop on one thread.
-func (e *Engine) PythonThreads() int {
+func (e *Engine) pythonThreads() int {
 	if e.async {
 		return 1
 	}
