@@ -56,7 +56,7 @@ func asyncCases(n int, output string, extra map[string]any) []Case {
 func TestAsyncScoreRunsCasesAtOnceOnOneLoop(t *testing.T) {
 	e := open(t, Options{Metric: writeMetric(t, asyncMetric), Threads: 50})
 	assert.True(t, e.Async())
-	assert.Equal(t, 1, e.PythonThreads(), "an async score's cases share one thread")
+	assert.Equal(t, 1, e.pythonThreads(), "an async score's cases share one thread")
 	start := time.Now()
 	n := 0
 	for i, r := range e.ScoreAll(ctx, slices.Values(asyncCases(200, "x", map[string]any{"sleep": 0.1})), 0) {

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"context"
 	"fmt"
 	"time"
 
@@ -10,8 +9,8 @@ import (
 
 // Case is one call of score: score(Input, Output, Expected).
 type Case struct {
-	// ID names the case in results and messages; the CLI uses the case file's
-	// "id", or the line number when there is none.
+	// ID names the case in results and messages; ParseCase takes the case
+	// file's "id", or the line number when there is none.
 	ID string
 	// Input is a dict: map[string]any, a json.RawMessage holding a JSON object
 	// (key order kept), or a *cpython.Dict.
@@ -102,9 +101,9 @@ const (
 	// KindRun: the program's run raised or overran its time limit.
 	KindRun ErrorKind = "run"
 	// KindCrash: the case took the Python process down (a segfault,
-	// os._exit, abort) even when scored alone. Only the skynet command
-	// gives it, since it runs the engine in a child process; a library
-	// user's process dies with its metric.
+	// os._exit, abort) even when scored alone. Only package pool gives
+	// it, since it runs the engine in worker processes; an Engine's own
+	// process dies with its metric.
 	KindCrash ErrorKind = "crash"
 )
 
@@ -120,8 +119,11 @@ type CaseError struct {
 	// Traceback is the Python traceback, for the user's results file only.
 	Traceback string
 
-	fix   string // how to change the metric, for Check.Fix
-	cause error  // for KindCanceled: ctx.Err() (and its context.Cause), or ErrClosed
+	// Cause is why a canceled case was cancelled: ctx.Err() (joined with
+	// its context.Cause), or ErrClosed; nil for the other kinds.
+	Cause error
+
+	fix string // how to change the metric, for Check.Fix
 }
 
 // Error is the kind and the message: "contract: case 2: ...".
@@ -130,7 +132,7 @@ func (e *CaseError) Error() string { return fmt.Sprintf("%s: %s", e.Kind, e.Mess
 // Unwrap is why a canceled case was cancelled, so errors.Is(r.Err,
 // context.DeadlineExceeded), context.Canceled or ErrClosed tells a deadline
 // from a cancellation from a closed engine; nil for the other kinds.
-func (e *CaseError) Unwrap() error { return e.cause }
+func (e *CaseError) Unwrap() error { return e.Cause }
 
 // Failed is c's result when it fails before or instead of a score: an
 // error of kind with msg, which is also its feedback, and c's observation.
@@ -149,15 +151,4 @@ func caseName(id string) string {
 		return "case ?"
 	}
 	return "case " + id
-}
-
-// NewCanceledError is a canceled case's error when ctx ended first, for an
-// executor outside this package: errors.Is tells ctx's reason, as it does
-// for the engine's own.
-func NewCanceledError(msg string, ctx context.Context) *CaseError {
-	o := canceledOutcome(ctx, "")
-	if msg == "" {
-		msg = o.why
-	}
-	return &CaseError{Kind: KindCanceled, Message: msg, cause: o.err}
 }

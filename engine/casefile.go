@@ -253,8 +253,8 @@ func caseID(v []byte, lineNo int) (id, msg string) {
 }
 
 // QuickID finds the id ParseCase gives a line, without reading the rest of
-// it: the skynet command keeps ids apart and resumes runs by it while its
-// child process parses the cases. ok is false when the line is not plainly
+// it, for a reader that keeps ids apart while another process parses the
+// cases (pool.LineTask). ok is false when the line is not plainly
 // an object with a usable id (ParseCase then says why); a line it finds an
 // id in may still be a bad case.
 func QuickID(line []byte, lineNo int) (id string, ok bool) {

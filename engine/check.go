@@ -36,8 +36,7 @@ type Check struct {
 // matches fs.ErrNotExist, so a caller can tell a wrong path from a broken metric.
 type CheckError struct {
 	Checks []Check // every check made, the failed one last
-
-	err error // the file error under a failed load, for Unwrap
+	Err    error   // the file error under a failed load, for Unwrap; else nil
 }
 
 // Error is the failed check's name and message.
@@ -48,7 +47,7 @@ func (e *CheckError) Error() string {
 
 // Unwrap is the file error when the metric or program file could not be
 // opened, else nil.
-func (e *CheckError) Unwrap() error { return e.err }
+func (e *CheckError) Unwrap() error { return e.Err }
 
 // Failed returns the failed check.
 func (e *CheckError) Failed() Check { return e.Checks[len(e.Checks)-1] }
@@ -131,11 +130,4 @@ func (e *Engine) check(ctx context.Context, cases []Case) []Check {
 	rv.Message = strings.Join(lines, "; ")
 	rv.Fix = strings.Join(fixes, " or ")
 	return append(checks, rv)
-}
-
-// NewCheckError is the error of a load that failed its last check, for an
-// executor that loads the metric elsewhere (package pool's workers); err,
-// when not nil, is the file error under it.
-func NewCheckError(checks []Check, err error) *CheckError {
-	return &CheckError{Checks: checks, err: err}
 }

@@ -29,7 +29,7 @@ func (e *Engine) loadProgram(g *cpython.GIL, py *pyMetric, shown string) error {
 			msg = fmt.Sprintf("%s is a directory, not a program file", shown)
 		}
 		ce := e.fail(Check{Name: CheckProgramLoads, Message: msg}).(*CheckError)
-		ce.err = err
+		ce.Err = err
 		return ce
 	}
 	e.program = moduleName("program", path)

@@ -75,7 +75,7 @@ func (e *Engine) callSite(fn string) (SignalUse, bool) {
 
 // threadsNotice is the CheckThreads notice, when it applies.
 func (e *Engine) threadsNotice() (Check, bool) {
-	if !e.mainThread || e.PythonThreads() < 2 {
+	if !e.mainThread || e.pythonThreads() < 2 {
 		return Check{}, false
 	}
 	u, ok := e.SignalUse()

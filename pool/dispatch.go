@@ -625,14 +625,14 @@ func (p *Pool) loadEnded(w *proc, why string) {
 		}
 		switch {
 		case w.failure != nil && len(w.failure.Checks) > 0:
-			p.openErr = engine.NewCheckError(w.failure.Checks, nil)
+			p.openErr = &engine.CheckError{Checks: w.failure.Checks}
 		case w.failure != nil:
 			p.openErr = errors.New(w.failure.Error)
 		case w.killed != "" && w.killed != "interrupted":
-			p.openErr = engine.NewCheckError([]engine.Check{{Name: engine.CheckLoads, Message: w.killed}}, nil)
+			p.openErr = &engine.CheckError{Checks: []engine.Check{{Name: engine.CheckLoads, Message: w.killed}}}
 		default:
-			p.openErr = engine.NewCheckError([]engine.Check{{Name: engine.CheckLoads,
-				Message: p.withOutput(w, why+" while loading the metric")}}, nil)
+			p.openErr = &engine.CheckError{Checks: []engine.Check{{Name: engine.CheckLoads,
+				Message: p.withOutput(w, why+" while loading the metric")}}}
 		}
 		p.opened <- p.openErr
 		for _, x := range p.procs {

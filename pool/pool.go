@@ -214,7 +214,7 @@ func OpenContext(ctx context.Context, opts Options) (*Pool, error) {
 			if err == nil {
 				msg, err = fmt.Sprintf("%s is a directory, not a %s file", f.path, f.what), fs.ErrInvalid
 			}
-			return nil, engine.NewCheckError([]engine.Check{{Name: f.check, Message: msg}}, err)
+			return nil, &engine.CheckError{Checks: []engine.Check{{Name: f.check, Message: msg}}, Err: err}
 		}
 	}
 	// The workers start where this process is now, so relative paths
@@ -812,9 +812,14 @@ func (p *Pool) Check(ctx context.Context, cases []engine.Case) []engine.Check {
 	}
 }
 
-// canceledError is a canceled case's error when the caller's ctx ended.
+// canceledError is a canceled case's error when the caller's ctx ended:
+// errors.Is tells ctx's reason, as it does for the engine's own.
 func canceledError(msg string, ctx context.Context) *engine.CaseError {
-	return engine.NewCanceledError(msg, ctx)
+	cause := ctx.Err()
+	if c := context.Cause(ctx); c != nil && c != cause {
+		cause = errors.Join(cause, c)
+	}
+	return &engine.CaseError{Kind: engine.KindCanceled, Message: msg, Cause: cause}
 }
 
 // lockedWriter serialises writes: workers' stderr is passed on from

@@ -172,7 +172,11 @@ func workerMain(version string) int {
 	w.fw.send(frameHello, mustJSON(hello{Protocol: protocol, PID: os.Getpid()}))
 
 	stop := make(chan struct{})
-	go w.watch(e, e.PythonThreads(), stop)
+	threads := j.Threads // Python threads scoring: an async score's cases share one
+	if e.Async() {
+		threads = 1
+	}
+	go w.watch(e, threads, stop)
 	go func() {
 		defer close(stop)
 		w.serve(e)
