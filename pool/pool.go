@@ -34,6 +34,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -409,6 +410,58 @@ func NewTask(c engine.Case, line int, program bool) *Task {
 		t.Result = &r
 	}
 	return t
+}
+
+// LineTask is the task for one line of a case file (or of a request's
+// cases), numbered line: its id is read quickly and the line parsed in the
+// worker; a line that is plainly bad (lineErr, the reader's *engine.LineError,
+// or no readable id) gets its input error here as its Result. With program
+// set the case is a program's: its output, if any, is left out (run makes
+// it), so a line may come without one.
+func LineTask(raw []byte, line int, lineErr error, program bool) *Task {
+	if program {
+		return programLineTask(raw, line, lineErr)
+	}
+	t := &Task{Line: line, Case: raw}
+	ok := false
+	if lineErr == nil {
+		t.ID, ok = engine.QuickID(raw, line)
+	}
+	if !ok {
+		c, err := engine.Case{ID: strconv.Itoa(line)}, lineErr
+		if err == nil {
+			c, err = engine.ParseCase(raw, line)
+		}
+		t.ID, t.Observation = c.ID, c.Observation
+		if err != nil {
+			t.Case = nil
+			r := c.Failed(engine.KindInput, err.Error())
+			t.Result = &r
+		}
+	}
+	return t
+}
+
+// programLineTask is LineTask for a program's case: parsed here, since a
+// line without "output" must be given one before ParseCase accepts it.
+func programLineTask(raw []byte, line int, lineErr error) *Task {
+	c := engine.Case{ID: strconv.Itoa(line)}
+	err := lineErr
+	if err == nil {
+		var fields map[string]json.RawMessage
+		if json.Unmarshal(raw, &fields) == nil && fields != nil {
+			if _, has := fields["output"]; !has {
+				fields["output"] = json.RawMessage("null")
+				raw, _ = json.Marshal(fields)
+			}
+		}
+		c, err = engine.ParseCase(raw, line)
+	}
+	if err != nil {
+		r := c.Failed(engine.KindInput, err.Error())
+		return &Task{ID: c.ID, Line: line, Observation: c.Observation, Result: &r}
+	}
+	return NewTask(c, line, true)
 }
 
 // Run scores the tasks it reads, batch by batch, and returns them, with

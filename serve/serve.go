@@ -30,7 +30,6 @@ import (
 	"iter"
 	"mime"
 	"net/http"
-	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -467,7 +466,7 @@ func (s *Server) jsonTasks(body []byte) ([]*pool.Task, error) {
 			if err := dec.Decode(&raw); err != nil {
 				return nil, badRequest("case %d (counting from 0) is not JSON: %v", i, err)
 			}
-			tasks = append(tasks, s.task(raw, i+1, nil))
+			tasks = append(tasks, pool.LineTask(raw, i+1, nil, s.opts.Program))
 		}
 		if _, err := dec.Token(); err != nil { // ]
 			return nil, badRequest("after case %d: %v", len(tasks)-1, err)
@@ -504,60 +503,8 @@ func (s *Server) ndjsonTasks(body []byte) ([]*pool.Task, error) {
 		if isLine {
 			lerr = le
 		}
-		tasks = append(tasks, s.task(line, cr.Line(), lerr))
+		tasks = append(tasks, pool.LineTask(line, cr.Line(), lerr, s.opts.Program))
 	}
-}
-
-// task is the pool's task for one case, as skynet score makes it: the id
-// read quickly and the line parsed in the worker; a line that is plainly
-// bad (lineErr, or no readable id) gets its input error here.
-func (s *Server) task(raw []byte, line int, lineErr error) *pool.Task {
-	if s.opts.Program {
-		return programTask(raw, line, lineErr)
-	}
-	t := &pool.Task{Line: line, Case: raw}
-	ok := false
-	if lineErr == nil {
-		t.ID, ok = engine.QuickID(raw, line)
-	}
-	if !ok {
-		c, err := engine.Case{ID: strconv.Itoa(line)}, lineErr
-		if err == nil {
-			c, err = engine.ParseCase(raw, line)
-		}
-		t.ID, t.Observation = c.ID, c.Observation
-		if err != nil {
-			t.Case = nil
-			t.Result = inputError(c, err.Error())
-		}
-	}
-	return t
-}
-
-// programTask is a program's case: its output, if any, is left out (run
-// makes it), so a case may come without one.
-func programTask(raw []byte, line int, lineErr error) *pool.Task {
-	c := engine.Case{ID: strconv.Itoa(line)}
-	err := lineErr
-	if err == nil {
-		var fields map[string]json.RawMessage
-		if json.Unmarshal(raw, &fields) == nil && fields != nil {
-			if _, has := fields["output"]; !has {
-				fields["output"] = json.RawMessage("null")
-				raw, _ = json.Marshal(fields)
-			}
-		}
-		c, err = engine.ParseCase(raw, line)
-	}
-	if err != nil {
-		return &pool.Task{ID: c.ID, Line: line, Observation: c.Observation, Result: inputError(c, err.Error())}
-	}
-	return pool.NewTask(c, line, true)
-}
-
-func inputError(c engine.Case, msg string) *engine.Result {
-	r := c.Failed(engine.KindInput, msg)
-	return &r
 }
 
 // uniqueIDs refuses a batch with a repeated id: results are matched to

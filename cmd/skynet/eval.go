@@ -100,7 +100,7 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "skynet eval: %v\n", err)
 		return exitUsage
 	}
-	entries, readErr := datasetEntries(cases, done, shard)
+	tasks, readErr := datasetTasks(cases, done, shard)
 	if dest.order != nil {
 		for i, c := range cases {
 			if done[c.ID] {
@@ -118,7 +118,7 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 		RunTimeout: *runTimeout, LLM: client}, len(cases)-len(done), stderr)
 	s := sv.supervisor("eval", opts, client, results, stderr)
 	s.artifact = artifactText
-	s.entries, s.readErr, s.shard, s.kept, s.order = entries, readErr, shard, dest.kept, dest.order
+	s.tasks, s.readErr, s.shard, s.kept, s.order = tasks, readErr, shard, dest.kept, dest.order
 	s.noCases = func() string {
 		return fmt.Sprintf("no row of %s could be read as a case (see the input errors in the results)", *data)
 	}
@@ -163,10 +163,10 @@ func refuseOverwrite(out string, inputs []inputFile) error {
 	return nil
 }
 
-// datasetEntries hands the dataset's cases to the supervisor; a repeated
+// datasetTasks hands the dataset's cases to the supervisor; a repeated
 // id stops the input.
-func datasetEntries(cases []engine.Case, done map[string]bool, shard shardSpec) (<-chan *entry, func() error) {
-	ch := make(chan *entry, 1024)
+func datasetTasks(cases []engine.Case, done map[string]bool, shard shardSpec) (<-chan *pool.Task, func() error) {
+	ch := make(chan *pool.Task, 1024)
 	var err error
 	go func() {
 		defer close(ch)
@@ -177,8 +177,7 @@ func datasetEntries(cases []engine.Case, done map[string]bool, shard shardSpec) 
 				return
 			}
 			if shard.takes(c.ID) && !done[c.ID] {
-				t := pool.NewTask(c, i+1, true)
-				ch <- &entry{id: t.ID, line: t.Line, raw: t.Case, obs: t.Observation, res: t.Result}
+				ch <- pool.NewTask(c, i+1, true)
 			}
 		}
 	}()

@@ -127,9 +127,9 @@ func mergeIDs(data string, eval bool, split string, maxLine int) (ids []string, 
 	}
 	defer f.Close()
 	info := &inputInfo{notJSONL: func(int, []byte) { rows = true }}
-	entries, readErr, _ := caseEntries(f, data, nil, maxLine, whole, info)
-	for e := range entries {
-		ids = append(ids, e.id)
+	tasks, readErr, _ := caseTasks(f, data, nil, maxLine, whole, info)
+	for t := range tasks {
+		ids = append(ids, t.ID)
 	}
 	return ids, rows || info.rowLike.Load(), readErr()
 }

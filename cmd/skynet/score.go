@@ -20,6 +20,7 @@ import (
 
 	"github.com/skynetml/skynet/engine"
 	"github.com/skynetml/skynet/llm"
+	"github.com/skynetml/skynet/pool"
 )
 
 func runScore(args []string, stdout, stderr io.Writer) int {
@@ -96,7 +97,7 @@ func runScore(args []string, stdout, stderr io.Writer) int {
 	if dest.order != nil {
 		info.keptAt = dest.order.keptAt
 	}
-	entries, readErr, foreign := caseEntries(in, *data, done, sv.maxLine, shard, info)
+	tasks, readErr, foreign := caseTasks(in, *data, done, sv.maxLine, shard, info)
 	client, err := models.client()
 	if err != nil {
 		fmt.Fprintf(stderr, "skynet score: %v\n", err)
@@ -105,7 +106,7 @@ func runScore(args []string, stdout, stderr io.Writer) int {
 	defer client.Close()
 	opts := sv.poolOptions("score", engine.Options{Metric: *metric, Timeout: *timeout, LLM: client}, total, stderr)
 	s := sv.supervisor("score", opts, client, results, stderr)
-	s.entries, s.readErr, s.shard, s.kept, s.order = entries, readErr, shard, dest.kept, dest.order
+	s.tasks, s.readErr, s.shard, s.kept, s.order = tasks, readErr, shard, dest.kept, dest.order
 	s.noCases = func() string {
 		msg := fmt.Sprintf("no line of %s is a case (see the input errors in the results)", name)
 		if info.rowLike.Load() && !saidHint.Load() {
@@ -248,15 +249,15 @@ func looksCSV(path string, first []byte) bool {
 	return utf8.Valid(first) && bytes.ContainsAny(first, ",\t")
 }
 
-// caseEntries reads the case file on a goroutine of its own into entries
+// caseTasks reads the case file on a goroutine of its own into tasks
 // for the supervisor: a bad line gets its input error here, ids already done
 // (--resume) are passed over, and a repeated id stops the input. Once
-// entries is closed, readErr says why the input stopped early and foreign
+// tasks is closed, readErr says why the input stopped early and foreign
 // names a done id the input did not have. info, when not nil, learns what
 // the input holds (see inputInfo): a CSV file, most likely, would otherwise
 // be an input error a line and nothing more.
-func caseEntries(in io.Reader, path string, done map[string]bool, maxLine int, shard shardSpec, info *inputInfo) (entries <-chan *entry, readErr func() error, foreign func() (string, bool)) {
-	ch := make(chan *entry, 1024)
+func caseTasks(in io.Reader, path string, done map[string]bool, maxLine int, shard shardSpec, info *inputInfo) (tasks <-chan *pool.Task, readErr func() error, foreign func() (string, bool)) {
+	ch := make(chan *pool.Task, 1024)
 	var err error
 	resumed := map[string]bool{}
 	go func() {
@@ -287,44 +288,30 @@ func caseEntries(in io.Reader, path string, done map[string]bool, maxLine int, s
 					info.rowLike.Store(true)
 				}
 			}
-			e := &entry{line: n, raw: line}
-			var ok bool
-			if rerr == nil {
-				// The child parses the case; here the id is enough, unless
-				// the line is plainly bad.
-				e.id, ok = engine.QuickID(line, n)
+			var lerr error
+			if le != nil {
+				lerr = le
 			}
-			if !ok {
-				c := engine.Case{ID: strconv.Itoa(n)}
-				if le == nil {
-					c, rerr = engine.ParseCase(line, n)
-				}
-				e.id, e.obs = c.ID, c.Observation
-				if rerr != nil {
-					msg := rerr.Error()
-					r := c.Failed(engine.KindInput, msg)
-					e.res = &r
-				}
-			}
-			if prev, dup := ids.add(e.id, n); dup {
-				err = fmt.Errorf("%s: %w", path, &errDuplicate{id: e.id, line: n, prev: prev, what: "line"})
+			t := pool.LineTask(line, n, lerr, false)
+			if prev, dup := ids.add(t.ID, n); dup {
+				err = fmt.Errorf("%s: %w", path, &errDuplicate{id: t.ID, line: n, prev: prev, what: "line"})
 				return
 			}
-			if !shard.takes(e.id) {
+			if !shard.takes(t.ID) {
 				continue // another shard's (ids are checked across the whole file all the same)
 			}
-			if done[e.id] {
-				resumed[e.id] = true
+			if done[t.ID] {
+				resumed[t.ID] = true
 				if info != nil && info.keptAt != nil {
-					info.keptAt(e.id, n)
+					info.keptAt(t.ID, n)
 				}
 				continue
 			}
-			ch <- e
+			ch <- t
 		}
 	}()
 	return ch, func() error { return err }, func() (string, bool) {
-		// The input is read (entries closed): a done id it did not have
+		// The input is read (tasks closed): a done id it did not have
 		// is another dataset's.
 		for id := range done {
 			if !resumed[id] {

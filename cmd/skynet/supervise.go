@@ -26,15 +26,6 @@ import (
 // that many are ready.
 const feedBatch = 256
 
-// entry is one case of a run, from when it is read until its result is written.
-type entry struct {
-	id   string
-	line int    // score: the line number; eval: the dataset row (1-based)
-	raw  []byte // the case as a case-file line
-	obs  engine.Observation
-	res  *engine.Result // a result made here (an input error)
-}
-
 // supervisor runs one score or eval pass through a pool.
 type supervisor struct {
 	cmd      string // "score" or "eval", for messages
@@ -46,10 +37,10 @@ type supervisor struct {
 	stderr   io.Writer
 	bar      *progress
 
-	entries <-chan *entry // from the case reader; closed at the end of the input
-	readErr func() error  // why the case reader stopped early, after entries closed
-	noCases func() string // what to say when every case was an input error
-	noInput func() string // at the end of the input: why it held no case at all, or ""
+	tasks   <-chan *pool.Task // from the case reader; closed at the end of the input
+	readErr func() error      // why the case reader stopped early, after tasks closed
+	noCases func() string     // what to say when every case was an input error
+	noInput func() string     // at the end of the input: why it held no case at all, or ""
 
 	out      io.Writer
 	wbuf     []byte
@@ -110,16 +101,16 @@ func (s *supervisor) run(ctx context.Context) int {
 	go func() {
 		defer close(in)
 		defer close(inputDone)
-		for e := range s.entries {
-			batch := []*pool.Task{taskOf(e)}
+		for t := range s.tasks {
+			batch := []*pool.Task{t}
 		more:
 			for len(batch) < feedBatch {
 				select {
-				case e, ok := <-s.entries:
+				case t, ok := <-s.tasks:
 					if !ok {
 						break more
 					}
-					batch = append(batch, taskOf(e))
+					batch = append(batch, t)
 				default:
 					break more
 				}
@@ -181,14 +172,9 @@ func (s *supervisor) run(ctx context.Context) int {
 // drainInput lets the case reader finish after a run that never started.
 func (s *supervisor) drainInput() {
 	go func() {
-		for range s.entries {
+		for range s.tasks {
 		}
 	}()
-}
-
-// taskOf is the pool's task for an entry.
-func taskOf(e *entry) *pool.Task {
-	return &pool.Task{ID: e.id, Line: e.line, Case: e.raw, Observation: e.obs, Result: e.res}
 }
 
 // write writes a task's result; a case cancelled by a signal says so.
