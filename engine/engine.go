@@ -16,9 +16,9 @@
 //
 // The API is a few nouns: Options and Open make an Engine; Check runs the
 // contract check on sample cases; Score, ScoreAll (a stream, in order) and
-// Evaluate (run a program, then score) turn Cases into Results. CaseReader
-// reads a JSONL case file and Dataset a JSONL or CSV dataset. The examples
-// run against the files in testdata/.
+// Evaluate (run a program, then score) turn Cases into Results. Package
+// caseio reads them from case files and datasets and writes results lines.
+// The examples run against the files in testdata/.
 package engine
 
 import (

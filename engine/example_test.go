@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/skynetml/skynet/caseio"
 	"github.com/skynetml/skynet/engine"
 )
 
@@ -75,14 +76,14 @@ func ExampleEngine_ScoreAll() {
 	}
 	defer f.Close()
 
-	cr := engine.NewCaseReader(f)
+	cr := caseio.NewReader(f)
 	cases := func(yield func(engine.Case) bool) {
 		for {
 			c, err := cr.Next()
 			if err == io.EOF {
 				return
 			}
-			var le *engine.LineError
+			var le *caseio.LineError
 			if errors.As(err, &le) {
 				c = engine.InvalidCase(c.ID, err)
 			} else if err != nil {
@@ -156,7 +157,7 @@ func ExampleEngine_Evaluate() {
 		log.Fatal(err)
 	}
 	defer e.Close()
-	cases, err := engine.Dataset{Path: "../testdata/dataset/tickets.csv", Inputs: []string{"message"}, Outputs: []string{"label"}}.Cases()
+	cases, err := caseio.Dataset{Path: "../testdata/dataset/tickets.csv", Inputs: []string{"message"}, Outputs: []string{"label"}}.Cases()
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -40,6 +40,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/skynetml/skynet/caseio"
 	"github.com/skynetml/skynet/engine"
 	"github.com/skynetml/skynet/llm"
 )
@@ -349,7 +350,7 @@ type Task struct {
 	// Line numbers the case for the worker's messages and the id of a line
 	// without one: its line in a case file, its row in a dataset.
 	Line int
-	// Case is the case as a line of a case file (engine.ParseCase's).
+	// Case is the case as a line of a case file (caseio.ParseCase's).
 	Case []byte
 	// Observation is what a result made here carries (a crash, a cancel).
 	Observation engine.Observation
@@ -401,7 +402,7 @@ func NewTask(c engine.Case, line int, program bool) *Task {
 	msg := ""
 	if err := c.Invalid(); err != nil {
 		msg = err.Error()
-	} else if t.Case, err = CaseLine(c); err != nil {
+	} else if t.Case, err = caseio.CaseLine(c); err != nil {
 		msg = fmt.Sprintf("case %s: %v", c.ID, err)
 	}
 	if msg != "" {
@@ -414,7 +415,7 @@ func NewTask(c engine.Case, line int, program bool) *Task {
 
 // LineTask is the task for one line of a case file (or of a request's
 // cases), numbered line: its id is read quickly and the line parsed in the
-// worker; a line that is plainly bad (lineErr, the reader's *engine.LineError,
+// worker; a line that is plainly bad (lineErr, the reader's *caseio.LineError,
 // or no readable id) gets its input error here as its Result. With program
 // set the case is a program's: its output, if any, is left out (run makes
 // it), so a line may come without one.
@@ -425,12 +426,12 @@ func LineTask(raw []byte, line int, lineErr error, program bool) *Task {
 	t := &Task{Line: line, Case: raw}
 	ok := false
 	if lineErr == nil {
-		t.ID, ok = engine.QuickID(raw, line)
+		t.ID, ok = caseio.QuickID(raw, line)
 	}
 	if !ok {
 		c, err := engine.Case{ID: strconv.Itoa(line)}, lineErr
 		if err == nil {
-			c, err = engine.ParseCase(raw, line)
+			c, err = caseio.ParseCase(raw, line)
 		}
 		t.ID, t.Observation = c.ID, c.Observation
 		if err != nil {
@@ -455,7 +456,7 @@ func programLineTask(raw []byte, line int, lineErr error) *Task {
 				raw, _ = json.Marshal(fields)
 			}
 		}
-		c, err = engine.ParseCase(raw, line)
+		c, err = caseio.ParseCase(raw, line)
 	}
 	if err != nil {
 		r := c.Failed(engine.KindInput, err.Error())
@@ -816,7 +817,7 @@ func (p *Pool) scoreSeq(ctx context.Context, cases iter.Seq[engine.Case], artifa
 		i := 0
 		for batch := range out {
 			for _, t := range batch {
-				r, err := ParseResult(t.Record.Line)
+				r, err := caseio.ParseResult(t.Record.Line)
 				if err != nil {
 					r = engine.Case{ID: t.ID}.Failed(engine.KindCrash, err.Error())
 				}
@@ -842,7 +843,7 @@ func (p *Pool) Check(ctx context.Context, cases []engine.Case) []engine.Check {
 	}
 	var lines [][]byte
 	for _, c := range cases[:min(n, len(cases))] {
-		b, err := CaseLine(c)
+		b, err := caseio.CaseLine(c)
 		if err != nil {
 			return []engine.Check{{Name: engine.CheckReturnValue, Case: c.ID, Message: err.Error()}}
 		}

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skynetml/skynet/caseio"
 	"github.com/skynetml/skynet/engine"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -30,7 +31,7 @@ func readCases(t *testing.T, path string) []engine.Case {
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, 1<<24)
 	for n := 1; sc.Scan(); n++ {
-		c, err := engine.ParseCase(sc.Bytes(), n)
+		c, err := caseio.ParseCase(sc.Bytes(), n)
 		require.NoError(t, err)
 		cases = append(cases, c)
 	}
@@ -306,7 +307,7 @@ func TestRunCancelLateBatch(t *testing.T) {
 					t.Fatalf("round %d: task %s came back from Run with no record (neither scored nor canceled)", round, x.ID)
 				}
 				if x.Record.Kind != "" {
-					r, err := ParseResult(x.Record.Line)
+					r, err := caseio.ParseResult(x.Record.Line)
 					require.NoError(t, err)
 					assert.Equal(t, engine.KindCanceled, r.Err.Kind, "task %s", x.ID)
 				}
@@ -405,7 +406,7 @@ def score(input, output, expected=None):
 // same, case by case.
 func TestEvaluateMatchesEngine(t *testing.T) {
 	dir := t.TempDir()
-	tickets, err := engine.Dataset{Path: "../testdata/dataset/tickets.csv", Inputs: []string{"message"}, Outputs: []string{"label"}}.Cases()
+	tickets, err := caseio.Dataset{Path: "../testdata/dataset/tickets.csv", Inputs: []string{"message"}, Outputs: []string{"label"}}.Cases()
 	require.NoError(t, err)
 	keywords, err := os.ReadFile("../testdata/dataset/keywords.txt")
 	require.NoError(t, err)

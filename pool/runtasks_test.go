@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/skynetml/skynet/caseio"
 	"github.com/skynetml/skynet/engine"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -26,7 +27,7 @@ func resultsOf(t *testing.T, p *Pool, ctx context.Context, tasks []*Task) []engi
 	var out []engine.Result
 	for batch := range p.RunTasks(ctx, tasks) {
 		for _, tk := range batch {
-			r, err := ParseResult(tk.Record.Line)
+			r, err := caseio.ParseResult(tk.Record.Line)
 			require.NoError(t, err)
 			out = append(out, r)
 		}
@@ -85,7 +86,7 @@ def score(input, output, expected=None):
 	var got []engine.Result
 	for batch := range p.RunTasks(ctx, tasks) {
 		for _, tk := range batch {
-			r, err := ParseResult(tk.Record.Line)
+			r, err := caseio.ParseResult(tk.Record.Line)
 			require.NoError(t, err)
 			got = append(got, r)
 			if len(got) == 50 {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/skynetml/skynet/caseio"
 	"github.com/skynetml/skynet/engine"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -36,7 +37,7 @@ func TestLineTask(t *testing.T) {
 	assert.Equal(t, "x", noOutput.ID)
 	assert.Nil(t, noOutput.Result)
 
-	long := &engine.LineError{Line: 4, Msg: "longer than the limit"}
+	long := &caseio.LineError{Line: 4, Msg: "longer than the limit"}
 	tooLong := LineTask(nil, 4, long, false)
 	assert.Equal(t, "4", tooLong.ID)
 	require.NotNil(t, tooLong.Result)
@@ -45,7 +46,7 @@ func TestLineTask(t *testing.T) {
 	prog := LineTask([]byte(`{"id": "p", "input": {"q": 1}}`), 5, nil, true)
 	assert.Equal(t, "p", prog.ID)
 	assert.Nil(t, prog.Result, "a program's case may come without an output")
-	c, err := engine.ParseCase(prog.Case, 5)
+	c, err := caseio.ParseCase(prog.Case, 5)
 	require.NoError(t, err)
 	assert.Equal(t, json.RawMessage("null"), c.Output, "run makes the output")
 }

@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/skynetml/skynet/caseio"
 	"github.com/skynetml/skynet/engine"
 )
 
@@ -306,13 +307,13 @@ func appendRecord(b []byte, r engine.Result, withRun bool) []byte {
 		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(*r.Observation.CostUSD))
 	}
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(r.Scores)))
-	for _, k := range scoreNames(r) {
+	for _, k := range caseio.ScoreNames(r) {
 		b = appendLenString(b, k)
 		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(r.Scores[k]))
 	}
 	at := len(b)
 	b = append(b, 0, 0, 0, 0)
-	b = AppendResult(b, r, withRun)
+	b = caseio.AppendResult(b, r, withRun)
 	binary.LittleEndian.PutUint32(b[at:], uint32(len(b)-at-4))
 	return b
 }

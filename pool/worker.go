@@ -21,6 +21,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/skynetml/skynet/caseio"
 	"github.com/skynetml/skynet/cpython"
 	"github.com/skynetml/skynet/engine"
 	"github.com/skynetml/skynet/llm"
@@ -264,7 +265,7 @@ func (w *worker) read(fr *frameReader) {
 			}
 			cases := make([]engine.Case, 0, len(lines))
 			for i, l := range lines {
-				c, err := engine.ParseCase([]byte(l), i+1)
+				c, err := caseio.ParseCase([]byte(l), i+1)
 				if err != nil {
 					c = engine.InvalidCase(c.ID, err)
 				}
@@ -388,7 +389,7 @@ func (w *worker) serve(e *engine.Engine) {
 func (w *worker) scoreChunk(e *engine.Engine, chunk []wtask, prev <-chan struct{}) {
 	cases := func(yield func(engine.Case) bool) {
 		for _, t := range chunk {
-			c, err := engine.ParseCase(t.raw, t.line)
+			c, err := caseio.ParseCase(t.raw, t.line)
 			if err != nil {
 				c = engine.InvalidCase(c.ID, err)
 			}

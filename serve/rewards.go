@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/skynetml/skynet/caseio"
 	"github.com/skynetml/skynet/engine"
 	"github.com/skynetml/skynet/pool"
 )
@@ -148,7 +149,7 @@ func (s *Server) rewards(w http.ResponseWriter, r *http.Request) {
 	}
 	for batch := range s.p.Load().RunTasks(r.Context(), tasks) {
 		for _, t := range batch {
-			res, err := pool.ParseResult(t.Record.Line)
+			res, err := caseio.ParseResult(t.Record.Line)
 			if err != nil { // a line the pool wrote: not expected
 				res = engine.Result{Err: &engine.CaseError{Kind: t.Record.Kind, Message: err.Error()}}
 			}

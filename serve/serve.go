@@ -33,7 +33,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/skynetml/skynet/engine"
+	"github.com/skynetml/skynet/caseio"
 	"github.com/skynetml/skynet/pool"
 )
 
@@ -56,7 +56,7 @@ type Options struct {
 	// a 429 with Retry-After, one that alone passes it a 413.
 	MaxInflight int
 	// MaxLineBytes caps an NDJSON case line (default
-	// engine.DefaultMaxLineBytes); a longer one is that case's input error.
+	// caseio.DefaultMaxLineBytes); a longer one is that case's input error.
 	MaxLineBytes int
 	// Program, when set, makes /v1/score run the pool's program on each
 	// case with Artifact (pool.RunProgram) and score what it returns; the
@@ -102,7 +102,7 @@ func NewLoading(opts Options) *Server {
 		opts.MaxInflight = DefaultMaxInflight
 	}
 	if opts.MaxLineBytes <= 0 {
-		opts.MaxLineBytes = engine.DefaultMaxLineBytes
+		opts.MaxLineBytes = caseio.DefaultMaxLineBytes
 	}
 	s := &Server{opts: opts, idle: make(chan struct{}), m: newMetrics()}
 	s.mux = http.NewServeMux()
@@ -487,7 +487,7 @@ func (s *Server) jsonTasks(body []byte) ([]*pool.Task, error) {
 // ndjsonTasks reads one case a line; a case is numbered by its line (blank
 // lines count, as in a case file).
 func (s *Server) ndjsonTasks(body []byte) ([]*pool.Task, error) {
-	cr := engine.NewCaseReader(bytes.NewReader(body))
+	cr := caseio.NewReader(bytes.NewReader(body))
 	cr.MaxLineBytes = s.opts.MaxLineBytes
 	var tasks []*pool.Task
 	for {
@@ -495,7 +495,7 @@ func (s *Server) ndjsonTasks(body []byte) ([]*pool.Task, error) {
 		if err == io.EOF {
 			return tasks, nil
 		}
-		le, isLine := errors.AsType[*engine.LineError](err)
+		le, isLine := errors.AsType[*caseio.LineError](err)
 		if err != nil && !isLine {
 			return nil, badRequest("line %d: %v", cr.Line(), err)
 		}

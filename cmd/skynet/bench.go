@@ -21,6 +21,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/skynetml/skynet/caseio"
 	"github.com/skynetml/skynet/cpython"
 	"github.com/skynetml/skynet/engine"
 	"github.com/skynetml/skynet/internal/baseline"
@@ -427,7 +428,7 @@ func benchCases(path string, n int) ([]engine.Case, [][]byte, error) {
 	defer f.Close()
 	var base []engine.Case
 	var raw [][]byte
-	cr := engine.NewCaseReader(f)
+	cr := caseio.NewReader(f)
 	for {
 		c, err := cr.Next()
 		if err == io.EOF {

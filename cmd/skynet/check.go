@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/skynetml/skynet/caseio"
 	"github.com/skynetml/skynet/engine"
 	"github.com/skynetml/skynet/pool"
 )
@@ -116,19 +117,19 @@ const maxBadLinesNamed = 3
 // readSamples reads the first n cases. A line that is not a case is passed
 // over, as skynet score passes over it (an input error result), and
 // returned in bad; a file in which no line is a case is an error.
-func readSamples(path string, n int) (cases []engine.Case, bad []*engine.LineError, err error) {
+func readSamples(path string, n int) (cases []engine.Case, bad []*caseio.LineError, err error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer f.Close()
-	cr := engine.NewCaseReader(f)
+	cr := caseio.NewReader(f)
 	for len(cases) < n {
 		c, err := cr.Next()
 		if err == io.EOF {
 			break
 		}
-		if le, ok := errors.AsType[*engine.LineError](err); ok {
+		if le, ok := errors.AsType[*caseio.LineError](err); ok {
 			bad = append(bad, le)
 			continue
 		}
@@ -147,7 +148,7 @@ func readSamples(path string, n int) (cases []engine.Case, bad []*engine.LineErr
 }
 
 // caseFileNotice says which lines read for the samples were not cases.
-func caseFileNotice(bad []*engine.LineError) engine.Check {
+func caseFileNotice(bad []*caseio.LineError) engine.Check {
 	named := make([]string, 0, maxBadLinesNamed)
 	for _, le := range bad[:min(len(bad), maxBadLinesNamed)] {
 		named = append(named, le.Error())

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/skynetml/skynet/caseio"
 	"github.com/skynetml/skynet/engine"
 	"github.com/skynetml/skynet/pool"
 )
@@ -48,14 +49,14 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "skynet eval: artifact: %v\n", err)
 		return exitUsage
 	}
-	cases, err := engine.Dataset{Path: *data, Inputs: columns(*inputs), Outputs: columns(*outputs), Split: *split,
+	cases, err := caseio.Dataset{Path: *data, Inputs: columns(*inputs), Outputs: columns(*outputs), Split: *split,
 		Sample: *sample, Seed: *seed, Limit: *limit}.Cases()
-	var splitErr *engine.SplitError
+	var splitErr *caseio.SplitError
 	if errors.As(err, &splitErr) {
 		fmt.Fprintf(stderr, "skynet eval: --split %s: %v\n", *split, err)
 		return exitUsage
 	}
-	var colErr *engine.ColumnError
+	var colErr *caseio.ColumnError
 	if errors.As(err, &colErr) {
 		flagName, value := "inputs", *inputs
 		if colErr.Output {

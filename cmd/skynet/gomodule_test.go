@@ -23,6 +23,7 @@ import (
 	"os"
 	"slices"
 
+	"github.com/skynetml/skynet/caseio"
 	"github.com/skynetml/skynet/engine"
 	"github.com/skynetml/skynet/pool"
 )
@@ -38,7 +39,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	cr := engine.NewCaseReader(f)
+	cr := caseio.NewReader(f)
 	var cases []engine.Case
 	for {
 		c, err := cr.Next()

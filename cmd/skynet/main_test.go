@@ -19,9 +19,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skynetml/skynet/caseio"
 	"github.com/skynetml/skynet/cpython"
 	"github.com/skynetml/skynet/engine"
-	"github.com/skynetml/skynet/pool"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -36,8 +36,8 @@ func skynet(args ...string) (code int, stdout, stderr string) {
 
 // resultLine and errorField are a results line as the tests read it back.
 type (
-	resultLine = pool.ResultLine
-	errorField = pool.ErrorField
+	resultLine = caseio.ResultLine
+	errorField = caseio.ErrorField
 )
 
 func resultLines(t *testing.T, out string) []resultLine { return jsonLines[resultLine](t, out) }

@@ -10,8 +10,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/skynetml/skynet/caseio"
 	"github.com/skynetml/skynet/engine"
-	"github.com/skynetml/skynet/pool"
 )
 
 // runMerge is skynet merge: the shards' results files into one, in the
@@ -23,7 +23,7 @@ func runMerge(args []string, stdout, stderr io.Writer) int {
 	out := fs.String("out", "", "merged results file (JSONL); default standard output")
 	eval := fs.Bool("eval", false, "--data is skynet eval's dataset (a .jsonl or .csv file or a directory), read as eval reads it")
 	split := fs.String("split", "", "with --eval: the split the parts evaluated")
-	maxLine := fs.Int("max-line-bytes", engine.DefaultMaxLineBytes, "longest line read")
+	maxLine := fs.Int("max-line-bytes", caseio.DefaultMaxLineBytes, "longest line read")
 	if code, ok := parseFlagsArgs(fs, args, stdout, stderr); !ok {
 		return code
 	}
@@ -136,7 +136,7 @@ func mergeIDs(data string, eval bool, split string, maxLine int) (ids []string, 
 
 // datasetIDs are the ids of a dataset's cases (of one split), in order.
 func datasetIDs(data, split string) ([]string, error) {
-	cases, err := engine.Dataset{Path: data, Split: split}.Cases()
+	cases, err := caseio.Dataset{Path: data, Split: split}.Cases()
 	if err != nil {
 		return nil, err
 	}
@@ -231,12 +231,12 @@ func (m *merger) read(part string, maxLine int) error {
 	return nil
 }
 
-// parseResult reads one results line with pool.ParseResult, the reader
+// parseResult reads one results line with caseio.ParseResult, the reader
 // of every results line: its id, what the summary counts of it and its
 // named scores; !ok for a line that is not a result (torn by a crash, or
 // another file's: no id).
 func parseResult(text []byte) (id string, t tally, scores map[string]float64, ok bool) {
-	r, err := pool.ParseResult(text)
+	r, err := caseio.ParseResult(text)
 	if err != nil || r.ID == "" {
 		return "", tally{}, nil, false
 	}
@@ -258,7 +258,7 @@ func (m *merger) missing(ids []string) []string {
 // none of the missing cases is in it: the parts ran with --split and the
 // merge without it. "" when there is no such split.
 func (m *merger) onlySplit(data string, missing []string) string {
-	splits, err := engine.Dataset{Path: data}.Splits()
+	splits, err := caseio.Dataset{Path: data}.Splits()
 	if err != nil || len(m.got)+len(m.cancelledIDs) == 0 {
 		return ""
 	}

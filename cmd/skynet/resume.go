@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/skynetml/skynet/caseio"
 	"github.com/skynetml/skynet/engine"
 )
 
@@ -263,14 +264,14 @@ func fileIDs(path string, maxLine int) iter.Seq[string] {
 			return
 		}
 		defer f.Close()
-		cr := engine.NewCaseReader(f)
+		cr := caseio.NewReader(f)
 		cr.MaxLineBytes = maxLine
 		for {
 			c, err := cr.Next()
 			if err == io.EOF {
 				return
 			}
-			var le *engine.LineError
+			var le *caseio.LineError
 			if err != nil && !errors.As(err, &le) {
 				return
 			}

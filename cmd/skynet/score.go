@@ -18,6 +18,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/skynetml/skynet/caseio"
 	"github.com/skynetml/skynet/engine"
 	"github.com/skynetml/skynet/llm"
 	"github.com/skynetml/skynet/pool"
@@ -262,7 +263,7 @@ func caseTasks(in io.Reader, path string, done map[string]bool, maxLine int, sha
 	resumed := map[string]bool{}
 	go func() {
 		defer close(ch)
-		cr := engine.NewCaseReader(in)
+		cr := caseio.NewReader(in)
 		cr.MaxLineBytes = maxLine
 		hint := 0
 		if info != nil {
@@ -275,7 +276,7 @@ func caseTasks(in io.Reader, path string, done map[string]bool, maxLine int, sha
 				return
 			}
 			n := cr.Line()
-			var le *engine.LineError
+			var le *caseio.LineError
 			if rerr != nil && !errors.As(rerr, &le) {
 				err = fmt.Errorf("%s: %w", path, rerr)
 				return

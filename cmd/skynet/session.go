@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/skynetml/skynet/caseio"
 	"github.com/skynetml/skynet/engine"
 	"github.com/skynetml/skynet/llm"
 	"github.com/skynetml/skynet/pool"
@@ -29,9 +30,9 @@ func addSupervisorFlags(fs *flag.FlagSet) *supervisorFlags {
 	sv := &supervisorFlags{
 		loadTimeout: fs.Duration("load-timeout", engine.DefaultTimeout, "time limit for loading the metric (and program) in a worker process: importing it, checking it"),
 		maxCrashes:  fs.Int("max-crashes", pool.DefaultMaxCrashes, "give up after this many cases in a row crash their worker process (the rest get crash results)"),
-		maxLine:     engine.DefaultMaxLineBytes,
+		maxLine:     caseio.DefaultMaxLineBytes,
 	}
-	fs.IntVar(&sv.maxLine, "max-line-bytes", engine.DefaultMaxLineBytes, "longest case line read; a longer one is an input error")
+	fs.IntVar(&sv.maxLine, "max-line-bytes", caseio.DefaultMaxLineBytes, "longest case line read; a longer one is an input error")
 	sv.addPoolFlags(fs)
 	return sv
 }

@@ -26,6 +26,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/skynetml/skynet/caseio"
 	"github.com/skynetml/skynet/engine"
 	"github.com/skynetml/skynet/internal/median"
 	"github.com/skynetml/skynet/pool"
@@ -315,7 +316,7 @@ func scoreDirect(p *pool.Pool, lines [][]byte, d time.Duration) shapeRun {
 	var lat []time.Duration
 	start := time.Now()
 	for i := 0; time.Since(start) < d; i++ {
-		c, err := engine.ParseCase(lines[i%len(lines)], i+1)
+		c, err := caseio.ParseCase(lines[i%len(lines)], i+1)
 		check(err)
 		t0 := time.Now()
 		if r := p.Score(context.Background(), c); r.Err != nil {

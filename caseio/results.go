@@ -1,4 +1,4 @@
-package pool
+package caseio
 
 import (
 	"bytes"
@@ -81,7 +81,7 @@ func AppendResult(b []byte, r engine.Result, withRun bool) []byte {
 	b = append(b, `,"feedback":`...)
 	b = appendString(b, r.Feedback)
 	b = append(b, `,"scores":{`...)
-	for i, k := range scoreNames(r) {
+	for i, k := range ScoreNames(r) {
 		if i > 0 {
 			b = append(b, ',')
 		}
@@ -138,9 +138,9 @@ func AppendResult(b []byte, r engine.Result, withRun bool) []byte {
 	return append(b, '}')
 }
 
-// scoreNames are r's named scores' names in the order the metric returned
+// ScoreNames are r's named scores' names in the order the metric returned
 // them (Result.ScoreNames), or sorted when that is not known.
-func scoreNames(r engine.Result) []string {
+func ScoreNames(r engine.Result) []string {
 	if len(r.ScoreNames) == len(r.Scores) {
 		return r.ScoreNames
 	}

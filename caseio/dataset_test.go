@@ -1,4 +1,4 @@
-package engine
+package caseio
 
 import (
 	"encoding/json"
@@ -8,11 +8,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skynetml/skynet/engine"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-func ids(cases []Case) []string {
+func ids(cases []engine.Case) []string {
 	var out []string
 	for _, c := range cases {
 		out = append(out, c.ID)
@@ -56,12 +57,11 @@ func TestDatasetBadRowsAreKept(t *testing.T) {
 	cases, err := Dataset{Path: "../testdata/dataset/bad_rows.jsonl", Outputs: []string{"label"}}.Cases()
 	require.NoError(t, err)
 	require.Len(t, cases, 5, "no row is dropped")
-	e := open(t, Options{Metric: "../testdata/exact_match/metric.py"})
+	// Scoring an invalid case gives a KindInput result with this message.
 	var got []string
 	for _, c := range cases {
-		r := e.Score(ctx, Case{ID: c.ID, Input: c.Input, Expected: c.Expected, Output: "billing", invalid: c.invalid})
-		if r.Err != nil {
-			got = append(got, string(r.Err.Kind)+": "+r.Err.Message)
+		if err := c.Invalid(); err != nil {
+			got = append(got, "input: "+err.Error())
 		} else {
 			got = append(got, "ok")
 		}
@@ -109,7 +109,7 @@ func TestDatasetBOMAndCRLF(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, []string{"a1", "a2"}, ids(cases))
 			for _, c := range cases {
-				require.Nil(t, c.invalid, "%s: %v", c.ID, c.invalid)
+				require.Nil(t, c.Invalid(), "%s: %v", c.ID, c.Invalid())
 			}
 			assert.Equal(t, `{"message":"hello"}`, string(cases[0].Input.(json.RawMessage)), "no \\ufeffid column, no \\r in a value")
 			assert.Equal(t, `{"label":"x"}`, string(cases[0].Expected.(json.RawMessage)))
@@ -172,11 +172,11 @@ func TestDatasetShortCSVRowKeepsID(t *testing.T) {
 	cases, err := Dataset{Path: path, Outputs: []string{"label"}}.Cases()
 	require.NoError(t, err)
 	require.Equal(t, []string{"z1", "z2", "z3", "z4"}, ids(cases))
-	assert.Nil(t, cases[0].invalid)
-	require.NotNil(t, cases[1].invalid)
-	assert.Equal(t, path+`:3: 2 fields, the header has 3: no value for "label"`, cases[1].invalid.Error())
-	assert.Equal(t, path+`:4: 1 field, the header has 3: no value for "message", "label"`, cases[2].invalid.Error())
-	assert.Equal(t, path+`:5: 4 fields, the header has 3`, cases[3].invalid.Error())
+	assert.Nil(t, cases[0].Invalid())
+	require.NotNil(t, cases[1].Invalid())
+	assert.Equal(t, path+`:3: 2 fields, the header has 3: no value for "label"`, cases[1].Invalid().Error())
+	assert.Equal(t, path+`:4: 1 field, the header has 3: no value for "message", "label"`, cases[2].Invalid().Error())
+	assert.Equal(t, path+`:5: 4 fields, the header has 3`, cases[3].Invalid().Error())
 }
 
 // An input or output column that no row has (a typo) is the Dataset's
@@ -215,8 +215,8 @@ func TestDatasetColumnNoRowHas(t *testing.T) {
 	cases, err := Dataset{Path: jsonl, Inputs: []string{"question"}, Outputs: []string{"answer"}}.Cases()
 	require.NoError(t, err)
 	require.Len(t, cases, 2)
-	assert.NoError(t, cases[0].invalid)
-	assert.ErrorContains(t, cases[1].invalid, jsonl+`:2: missing input column "question"`)
+	assert.NoError(t, cases[0].Invalid())
+	assert.ErrorContains(t, cases[1].Invalid(), jsonl+`:2: missing input column "question"`)
 }
 
 // Splits names a dataset's splits (skynet merge uses it to tell parts run

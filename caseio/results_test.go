@@ -1,4 +1,4 @@
-package pool
+package caseio
 
 import (
 	"encoding/json"
@@ -50,10 +50,6 @@ func TestResultKeepsTheMetricsScoreOrder(t *testing.T) {
 	back, err := ParseResult(line)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"zeta", "alpha", "mid"}, back.ScoreNames)
-	var names []string
-	rec := RecordOf(r, false)
-	rec.EachScore(func(name []byte, _ float64) { names = append(names, string(name)) })
-	assert.Equal(t, []string{"zeta", "alpha", "mid"}, names)
 
 	r.ScoreNames = nil
 	assert.Contains(t, string(AppendResult(nil, r, false)), `"scores":{"alpha":0.5,"mid":0.25,"zeta":1}`)

@@ -1,4 +1,4 @@
-package engine
+package caseio
 
 import (
 	"bufio"
@@ -13,10 +13,11 @@ import (
 	"unicode/utf8"
 
 	"github.com/skynetml/skynet/cpython"
+	"github.com/skynetml/skynet/engine"
 )
 
 // LineError is a case-file line that is not a valid case. Reading can go
-// on after one: the caller gives the line an input error (InvalidCase).
+// on after one: the caller gives the line an input error (engine.InvalidCase).
 type LineError struct {
 	Line int    // 1-based line number in the file
 	Msg  string // what is wrong with the line
@@ -32,9 +33,9 @@ func (e *LineError) Error() string { return fmt.Sprintf("line %d: %s", e.Line, e
 //
 // id and observation are optional; a missing id becomes the line number.
 // Values stay JSON text (json.RawMessage) until they are handed to Python.
-func ParseCase(line []byte, lineNo int) (Case, error) {
-	c := Case{ID: strconv.Itoa(lineNo)}
-	fail := func(format string, args ...any) (Case, error) {
+func ParseCase(line []byte, lineNo int) (engine.Case, error) {
+	c := engine.Case{ID: strconv.Itoa(lineNo)}
+	fail := func(format string, args ...any) (engine.Case, error) {
 		return c, &LineError{Line: lineNo, Msg: fmt.Sprintf(format, args...)}
 	}
 	if !utf8.Valid(line) {
@@ -130,7 +131,7 @@ var observationFields = []obsField{
 
 // parseObservation reads a case line's "observation" object; msg says,
 // in the case file's terms (not Go's), what is wrong with it.
-func parseObservation(raw []byte) (o Observation, msg string) {
+func parseObservation(raw []byte) (o engine.Observation, msg string) {
 	known := make([]string, len(observationFields))
 	for i, f := range observationFields {
 		known[i] = f.name
@@ -152,8 +153,8 @@ func parseObservation(raw []byte) (o Observation, msg string) {
 		if kind == "null" {
 			continue // not measured
 		}
-		bad := func(got string) (Observation, string) {
-			return Observation{}, fmt.Sprintf("observation.%s must be %s, got %s", f.name, f.unit, got)
+		bad := func(got string) (engine.Observation, string) {
+			return engine.Observation{}, fmt.Sprintf("observation.%s must be %s, got %s", f.name, f.unit, got)
 		}
 		if kind != "a number" {
 			return bad(kind)
@@ -392,18 +393,18 @@ func jsonKind(raw json.RawMessage) string {
 	return "a number"
 }
 
-// DefaultMaxLineBytes is the longest case line a CaseReader reads when its
+// DefaultMaxLineBytes is the longest case line a Reader reads when its
 // MaxLineBytes is not set: 64 MiB.
 const DefaultMaxLineBytes = 64 << 20
 
 // utf8BOM is the byte order mark some editors put at the start of a file.
 var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
 
-// CaseReader reads a JSONL case file line by line. A UTF-8 byte order mark
+// Reader reads a JSONL case file line by line. A UTF-8 byte order mark
 // at the start of the stream is skipped. Blank lines (nothing but JSON
 // whitespace: space, tab, CR, LF) are not cases and are passed over; every
-// other line yields a Case or a *LineError.
-type CaseReader struct {
+// other line yields an engine.Case or a *LineError.
+type Reader struct {
 	// MaxLineBytes caps the length of a line, its newline not counted; 0
 	// means DefaultMaxLineBytes. A longer line is a *LineError, returned as
 	// soon as the cap is passed; the rest of the line is then discarded, in
@@ -416,33 +417,33 @@ type CaseReader struct {
 	skipping bool   // the current line passed the cap: skip to its newline
 }
 
-// NewCaseReader reads cases from r.
-func NewCaseReader(r io.Reader) *CaseReader {
+// NewReader reads cases from r.
+func NewReader(r io.Reader) *Reader {
 	size := 1 << 16
 	// Bytes in memory (a request's body) need no more buffer than they
 	// are: a one-case request should not cost a 64 KiB allocation.
 	if m, ok := r.(interface{ Len() int }); ok && m.Len() < size {
 		size = m.Len() + 1
 	}
-	return &CaseReader{r: bufio.NewReaderSize(r, size)}
+	return &Reader{r: bufio.NewReaderSize(r, size)}
 }
 
 // Next returns the next case. At the end it returns io.EOF; a read failure is
 // returned as is (a line it cuts short is not parsed); a bad line is a
-// *LineError, with the Case's ID as far as it was read (else the line
+// *LineError, with the engine.Case's ID as far as it was read (else the line
 // number), and reading can go on.
 //
 // A line that never ends (reading /dev/zero) gives its *LineError once
 // MaxLineBytes have been read; calling Next again then discards the line
 // for as long as it goes on, in bounded memory, so a caller that wants to
 // stop should stop on that error.
-func (cr *CaseReader) Next() (Case, error) {
+func (cr *Reader) Next() (engine.Case, error) {
 	line, err := cr.NextLine()
 	if le, ok := err.(*LineError); ok {
-		return Case{ID: strconv.Itoa(le.Line)}, le
+		return engine.Case{ID: strconv.Itoa(le.Line)}, le
 	}
 	if err != nil {
-		return Case{}, err
+		return engine.Case{}, err
 	}
 	return ParseCase(line, cr.line)
 }
@@ -450,7 +451,7 @@ func (cr *CaseReader) Next() (Case, error) {
 // NextLine is Next without parsing: the next line that is not blank,
 // without its surrounding whitespace (a *LineError when it is too long),
 // for ParseCase or QuickID with Line.
-func (cr *CaseReader) NextLine() ([]byte, error) {
+func (cr *Reader) NextLine() ([]byte, error) {
 	for {
 		if cr.skipping {
 			if err := cr.skipLine(); err != nil {
@@ -476,10 +477,10 @@ func (cr *CaseReader) NextLine() ([]byte, error) {
 }
 
 // readLine reads the next line, newline included, into memory of its own
-// (ParseCase's Case points into it). It returns a nil line with the error
+// (ParseCase's engine.Case points into it). It returns a nil line with the error
 // at the end of input or on a read failure, a *LineError when the line
 // passes the cap, and the last line with io.EOF when it has no newline.
-func (cr *CaseReader) readLine() ([]byte, error) {
+func (cr *Reader) readLine() ([]byte, error) {
 	max := cr.MaxLineBytes
 	if max <= 0 {
 		max = DefaultMaxLineBytes
@@ -522,7 +523,7 @@ func (cr *CaseReader) readLine() ([]byte, error) {
 
 // skipLine discards the rest of a line that passed the cap, up to and
 // including its newline, in the bufio buffer's memory.
-func (cr *CaseReader) skipLine() error {
+func (cr *Reader) skipLine() error {
 	for {
 		_, err := cr.r.ReadSlice('\n')
 		if err == bufio.ErrBufferFull {
@@ -535,7 +536,7 @@ func (cr *CaseReader) skipLine() error {
 
 // shrink lets go of a long line's gathering buffer once it is large, so one
 // long line does not keep its memory for the rest of the file.
-func (cr *CaseReader) shrink() {
+func (cr *Reader) shrink() {
 	if cap(cr.long) > 4<<20 {
 		cr.long = nil
 	}
@@ -555,4 +556,4 @@ func trimJSONSpace(b []byte) []byte {
 }
 
 // Line is the number of the line Next returned last.
-func (cr *CaseReader) Line() int { return cr.line }
+func (cr *Reader) Line() int { return cr.line }

@@ -1,4 +1,4 @@
-package engine
+package caseio
 
 import (
 	"bufio"
@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/skynetml/skynet/cpython"
+	"github.com/skynetml/skynet/engine"
 	"github.com/skynetml/skynet/internal/suggest"
 )
 
@@ -42,7 +43,7 @@ type Dataset struct {
 	Limit  int    // evaluate at most this many rows (0: all)
 }
 
-// row is one dataset row before it becomes a Case.
+// row is one dataset row before it becomes an engine.Case.
 type row struct {
 	where  string // file:line
 	id     string
@@ -51,12 +52,12 @@ type row struct {
 }
 
 // Cases reads the dataset. A bad row (missing column, bad JSON, not an
-// object) becomes a Case that yields an input error naming file and line;
+// object) becomes an engine.Case that yields an input error naming file and line;
 // no row is dropped. An error is returned when the dataset cannot be read
 // at all, holds no rows, names in Inputs or Outputs a column no row has (a
 // *ColumnError), or Split selects none (a *SplitError). A UTF-8
 // byte order mark at the start of a file is skipped; CRLF reads as LF.
-func (d Dataset) Cases() ([]Case, error) {
+func (d Dataset) Cases() ([]engine.Case, error) {
 	path, rows, err := d.rows()
 	if err != nil {
 		return nil, err
@@ -86,7 +87,7 @@ func (d Dataset) Cases() ([]Case, error) {
 	if d.Limit > 0 && d.Limit < len(rows) {
 		rows = rows[:d.Limit]
 	}
-	cases := make([]Case, len(rows))
+	cases := make([]engine.Case, len(rows))
 	for i, r := range rows {
 		cases[i] = d.toCase(r)
 	}
@@ -335,13 +336,13 @@ func jsonString(raw []byte) string {
 	return string(raw)
 }
 
-func (d Dataset) toCase(r row) Case {
+func (d Dataset) toCase(r row) engine.Case {
 	id := r.id
 	if r.err != nil {
-		return InvalidCase(id, fmt.Errorf("%s: %v", r.where, r.err))
+		return engine.InvalidCase(id, fmt.Errorf("%s: %v", r.where, r.err))
 	}
-	bad := func(format string, args ...any) Case {
-		return InvalidCase(id, fmt.Errorf("%s: "+format, append([]any{r.where}, args...)...))
+	bad := func(format string, args ...any) engine.Case {
+		return engine.InvalidCase(id, fmt.Errorf("%s: "+format, append([]any{r.where}, args...)...))
 	}
 	inputs := d.Inputs
 	if len(inputs) == 0 {
@@ -374,7 +375,7 @@ func (d Dataset) toCase(r row) Case {
 	if missing != "" {
 		return bad("missing input column %q", missing)
 	}
-	c := Case{ID: id, Input: input}
+	c := engine.Case{ID: id, Input: input}
 	if len(d.Outputs) > 0 {
 		expected, missing := object(d.Outputs)
 		if missing != "" {

@@ -1,7 +1,8 @@
-package engine
+package caseio
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"runtime"
@@ -9,13 +10,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skynetml/skynet/engine"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// readAll reads every case of src: a Case's ID, or "error: " and its line
+// readAll reads every case of src: an engine.Case's ID, or "error: " and its line
 // error, one entry a case line, as a caller sees them.
-func readAll(t *testing.T, cr *CaseReader) []string {
+func readAll(t *testing.T, cr *Reader) []string {
 	t.Helper()
 	var got []string
 	for {
@@ -36,18 +38,18 @@ func readAll(t *testing.T, cr *CaseReader) []string {
 
 func TestCaseFileBOM(t *testing.T) {
 	const line = `{"id": "a", "input": {}, "output": 1}`
-	cr := NewCaseReader(strings.NewReader("\xEF\xBB\xBF" + line + "\n" + `{"input": {}, "output": 2}` + "\n"))
+	cr := NewReader(strings.NewReader("\xEF\xBB\xBF" + line + "\n" + `{"input": {}, "output": 2}` + "\n"))
 	assert.Equal(t, []string{"a", "2"}, readAll(t, cr), "the BOM is skipped; lines keep their numbers")
 
 	// A BOM alone on the first line leaves it blank; a BOM anywhere else is
 	// part of the line, so not JSON.
-	cr = NewCaseReader(strings.NewReader("\xEF\xBB\xBF\n" + line + "\n\xEF\xBB\xBF" + line + "\n"))
+	cr = NewReader(strings.NewReader("\xEF\xBB\xBF\n" + line + "\n\xEF\xBB\xBF" + line + "\n"))
 	got := readAll(t, cr)
 	require.Len(t, got, 2)
 	assert.Equal(t, "a", got[0])
 	assert.True(t, strings.HasPrefix(got[1], "error: line 3: invalid JSON at byte 0"), got[1])
 
-	assert.Empty(t, readAll(t, NewCaseReader(strings.NewReader("\xEF\xBB\xBF"))), "a file of a BOM has no cases")
+	assert.Empty(t, readAll(t, NewReader(strings.NewReader("\xEF\xBB\xBF"))), "a file of a BOM has no cases")
 }
 
 // Only JSON whitespace makes a line blank; a line of Unicode spaces is a
@@ -59,7 +61,7 @@ func TestCaseFileBlankLines(t *testing.T) {
 		"\u2028\n" + // line separator
 		"\n" +
 		`{"input": {}, "output": 1}` + "\r\n"
-	got := readAll(t, NewCaseReader(strings.NewReader(src)))
+	got := readAll(t, NewReader(strings.NewReader(src)))
 	require.Len(t, got, 4, "%q", got)
 	for i, line := range []string{"2", "3", "4"} {
 		assert.True(t, strings.HasPrefix(got[i], "error: line "+line+": invalid JSON at byte 0"), got[i])
@@ -71,7 +73,7 @@ func TestCaseFileLongLine(t *testing.T) {
 	good := `{"id": "g", "input": {}, "output": 1}`
 	long := `{"id": "l", "input": {}, "output": "` + strings.Repeat("x", 300<<10) + `"}`
 	src := good + "\n" + long + "\n" + good + "\n" + long + "\n" + good + "\n" + long // the last has no newline
-	cr := NewCaseReader(strings.NewReader(src))
+	cr := NewReader(strings.NewReader(src))
 	cr.MaxLineBytes = 256 << 10
 	assert.Equal(t, []string{
 		"g", "error: line 2: longer than 262144 bytes (the case-line limit)",
@@ -82,13 +84,13 @@ func TestCaseFileLongLine(t *testing.T) {
 	// The cap is on the line without its newline; longer than the bufio
 	// buffer is fine below the cap.
 	exact := `{"input": {}, "output": "` + strings.Repeat("y", 100<<10) + `"}`
-	cr = NewCaseReader(strings.NewReader(exact + "\n" + exact + "\r\n" + exact))
+	cr = NewReader(strings.NewReader(exact + "\n" + exact + "\r\n" + exact))
 	cr.MaxLineBytes = len(exact)
 	got := readAll(t, cr)
 	assert.Equal(t, []string{"1", "error: line 2: longer than " + strconv.Itoa(len(exact)) + " bytes (the case-line limit)", "3"}, got)
 
-	// The error is a bad case like any other: its Case is named by the line.
-	cr = NewCaseReader(strings.NewReader(long + "\n"))
+	// The error is a bad case like any other: its engine.Case is named by the line.
+	cr = NewReader(strings.NewReader(long + "\n"))
 	cr.MaxLineBytes = 1 << 10
 	c, err := cr.Next()
 	var le *LineError
@@ -111,7 +113,7 @@ func (z *zeros) Read(p []byte) (int, error) {
 // read about the cap and no more.
 func TestCaseFileEndlessLine(t *testing.T) {
 	z := &zeros{}
-	cr := NewCaseReader(z)
+	cr := NewReader(z)
 	cr.MaxLineBytes = 1 << 20
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
@@ -146,7 +148,7 @@ func (r *longThenGood) Read(p []byte) (int, error) {
 
 func TestCaseFileLongLineIsDiscardedInBoundedMemory(t *testing.T) {
 	r := &longThenGood{n: 256 << 20, tail: strings.NewReader("\n" + `{"id": "next", "input": {}, "output": 1}` + "\n")}
-	cr := NewCaseReader(r)
+	cr := NewReader(r)
 	cr.MaxLineBytes = 1 << 20
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
@@ -158,7 +160,7 @@ func TestCaseFileLongLineIsDiscardedInBoundedMemory(t *testing.T) {
 }
 
 func TestCaseIDSurrogates(t *testing.T) {
-	parse := func(id string) (Case, error) {
+	parse := func(id string) (engine.Case, error) {
 		return ParseCase([]byte(`{"id": "`+id+`", "input": {}, "output": 1}`), 5)
 	}
 	for _, id := range []string{`\ud800`, `\uDBFF`, `\udc00`, `a\ud83d`, `\ud83d\u0041`, `\ude00\ud83d`, `x\\\ud800`} {
@@ -194,7 +196,7 @@ func TestCaseIDSurrogates(t *testing.T) {
 }
 
 // FuzzCaseReader: whatever the bytes and the cap, every line that is not
-// blank gives exactly one Case or *LineError, numbered as the line, and a
+// blank gives exactly one engine.Case or *LineError, numbered as the line, and a
 // line is called too long exactly when it is past the cap.
 func FuzzCaseReader(f *testing.F) {
 	f.Add([]byte("\xEF\xBB\xBF{\"input\": {}, \"output\": 1}\n\n \u00a0\n[1]"), 4)
@@ -215,7 +217,7 @@ func FuzzCaseReader(f *testing.F) {
 				want = append(want, strconv.Itoa(i+1))
 			}
 		}
-		cr := NewCaseReader(bytes.NewReader(src))
+		cr := NewReader(bytes.NewReader(src))
 		cr.MaxLineBytes = max
 		var got []string
 		for {
@@ -337,4 +339,37 @@ func TestCaseObservationErrors(t *testing.T) {
 	assert.Equal(t, 12.5, *c.Observation.RunMS)
 	assert.Equal(t, int64(2), *c.Observation.ModelCalls)
 	assert.Nil(t, c.Observation.CostUSD)
+}
+
+// FuzzParseCase: any line gives an engine.Case or a *LineError naming its line,
+// never a panic.
+func FuzzParseCase(f *testing.F) {
+	for _, s := range []string{
+		`{"id": "t1", "input": {"message": "hi"}, "output": "billing", "expected": {"label": "billing"}}`,
+		`{"input": {}, "output": null, "observation": {"run_ms": 12, "cost_usd": 0.1}}`,
+		`{"input": {}, "output": 1, "observation": {"run_ms": -1}}`,
+		`{"id": 7, "input": {}, "output": [1, {"a": "\ud800"}]}`,
+		`{"input": [], "output": 1}`, `[1]`, `{"input": {}`, "\xff", `{"id": {}, "input": {}, "output": 1}`,
+		`{"id": "a\"b\u00e9\n", "input": {}, "output": 1}`, `{"id": "plain é", "input": {}, "output": 1}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		c, err := ParseCase(line, 3)
+		if err != nil {
+			var le *LineError
+			require.True(t, errors.As(err, &le), "%v", err)
+			require.Equal(t, 3, le.Line)
+			require.True(t, strings.HasPrefix(err.Error(), "line 3: "))
+			return
+		}
+		require.NotNil(t, c.Input)
+		// A string id reads as encoding/json reads it, escaped or not.
+		var withID struct{ ID json.RawMessage }
+		if json.Unmarshal(line, &withID) == nil && len(withID.ID) > 0 && withID.ID[0] == '"' {
+			var id string
+			require.NoError(t, json.Unmarshal(withID.ID, &id))
+			require.Equal(t, id, c.ID)
+		}
+	})
 }
