@@ -127,9 +127,6 @@ func abbrev(raw json.RawMessage) string {
 
 // rewards is POST /v1/rewards.
 func (s *Server) rewards(w http.ResponseWriter, r *http.Request) {
-	if s.busy(w) {
-		return
-	}
 	body, ok := s.readBody(w, r)
 	if !ok {
 		return

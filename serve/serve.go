@@ -272,10 +272,14 @@ func badRequest(format string, args ...any) error {
 }
 
 // readBody reads the whole body, up to MaxBody; it answers the request
-// itself (413, 400) when it returns false. The body is read before a
+// itself (429 while the in-flight budget is spent, before reading; 413,
+// 400) when it returns false. The body is read before a
 // result is written, so a client that sends all before it reads (most do)
 // cannot deadlock against a reply it does not read yet.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	if s.busy(w) {
+		return nil, false
+	}
 	if r.ContentLength > s.opts.MaxBody {
 		// Unread, the body is left on the wire: the connection ends with
 		// this reply, which a client still sending must read after its
@@ -336,9 +340,6 @@ func isNDJSON(contentType string) bool {
 
 // score is POST /v1/score.
 func (s *Server) score(w http.ResponseWriter, r *http.Request) {
-	if s.busy(w) {
-		return
-	}
 	body, ok := s.readBody(w, r)
 	if !ok {
 		return

@@ -150,14 +150,20 @@ func (o *resumeOrder) droppedLine() string {
 	if o == nil || len(o.dropped) == 0 {
 		return ""
 	}
-	total := 0
-	kinds := make([]string, 0, len(o.dropped))
-	for k, n := range o.dropped {
+	total, kinds := byKind(o.dropped)
+	return fmt.Sprintf("resumed: %d failed result(s) dropped, to score their cases again (%s)", total, kinds)
+}
+
+// byKind is the total of counts by error kind and each kind's count,
+// "exception 2, timeout 1", in order of kind.
+func byKind(counts map[engine.ErrorKind]int) (total int, kinds string) {
+	list := make([]string, 0, len(counts))
+	for k, n := range counts {
 		total += n
-		kinds = append(kinds, fmt.Sprintf("%s %d", k, n))
+		list = append(list, fmt.Sprintf("%s %d", k, n))
 	}
-	slices.Sort(kinds)
-	return fmt.Sprintf("resumed: %d failed result(s) dropped, to score their cases again (%s)", total, strings.Join(kinds, ", "))
+	slices.Sort(list)
+	return total, strings.Join(list, ", ")
 }
 
 // finish rewrites the results file in input order, unless it already is.

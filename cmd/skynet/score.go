@@ -451,17 +451,10 @@ func (s *stats) print(w io.Writer, interrupted bool) {
 		}
 		fmt.Fprintf(w, "named scores: %s\n", strings.Join(parts, ", "))
 	}
-	total := 0
-	kinds := make([]string, 0, len(s.errors))
-	for k, n := range s.errors {
-		total += n
-		kinds = append(kinds, fmt.Sprintf("%s %d", k, n))
-	}
-	sort.Strings(kinds)
-	if total == 0 {
+	if total, kinds := byKind(s.errors); total == 0 {
 		fmt.Fprintln(w, "errors: none")
 	} else {
-		fmt.Fprintf(w, "errors: %d (%s)\n", total, strings.Join(kinds, ", "))
+		fmt.Fprintf(w, "errors: %d (%s)\n", total, kinds)
 	}
 	if n := len(s.runTimes); n > 0 {
 		t := append([]float64(nil), s.runTimes...)

@@ -1004,6 +1004,40 @@ def _async_client(client_or_url: Union[str, "Client", "AsyncClient"], token: Opt
     return AsyncClient(client_or_url, token=token, timeout=timeout)
 
 
+def _adapter(
+    client_or_url: Union[str, "Client", "AsyncClient"],
+    asynchronous: bool,
+    token: Optional[str],
+    timeout: Optional[float],
+    prepare: Callable[..., Any],
+    name: str,
+) -> Callable[..., Any]:
+    """A trainer's reward function named name: prepare(*args, **kwargs)
+    gives the cases to score and the function of their results it returns.
+    With asynchronous it is an ``async def`` (the trainers await those
+    beside each other, one request each), else a plain function; either
+    carries its client as ``.client``."""
+    if asynchronous:
+        aclient = _async_client(client_or_url, token, timeout)
+
+        async def adapter_async(*args: Any, **kwargs: Any) -> Any:
+            cases, finish = prepare(*args, **kwargs)
+            return finish(await aclient.score(cases))
+
+        adapter_async.__name__ = adapter_async.__qualname__ = name
+        adapter_async.client = aclient  # type: ignore[attr-defined]
+        return adapter_async
+    client = _client(client_or_url, token, timeout)
+
+    def adapter(*args: Any, **kwargs: Any) -> Any:
+        cases, finish = prepare(*args, **kwargs)
+        return finish(client.score(cases))
+
+    adapter.__name__ = adapter.__qualname__ = name
+    adapter.client = client  # type: ignore[attr-defined]
+    return adapter
+
+
 def _fields(obj: Any) -> Dict[str, Any]:
     """A plain dict of an Example, Prediction or mapping, without DSPy's
     internal fields ("dspy_uuid", "dspy_split": dspy.datasets adds them to
@@ -1271,23 +1305,10 @@ def verl_compute_score(
             return dict(to_case(data_source, solution_str, ground_truth, extra_info))
         return {"input": {"data_source": data_source, "extra_info": extra_info}, "output": solution_str, "expected": {"ground_truth": ground_truth}}
 
-    if asynchronous:
-        aclient = _async_client(client_or_url, token, timeout)
+    def prepare(data_source=None, solution_str=None, ground_truth=None, extra_info=None, **kwargs):
+        return [case_of(data_source, solution_str, ground_truth, extra_info)], lambda results: _outcome(results[0], failure_score)[0]
 
-        async def compute_score_async(data_source=None, solution_str=None, ground_truth=None, extra_info=None, **kwargs):
-            results = await aclient.score([case_of(data_source, solution_str, ground_truth, extra_info)])
-            return _outcome(results[0], failure_score)[0]
-
-        compute_score_async.client = aclient
-        return compute_score_async
-
-    client = _client(client_or_url, token, timeout)
-
-    def compute_score(data_source=None, solution_str=None, ground_truth=None, extra_info=None, **kwargs):
-        return _outcome(client.score([case_of(data_source, solution_str, ground_truth, extra_info)])[0], failure_score)[0]
-
-    compute_score.client = client
-    return compute_score
+    return _adapter(client_or_url, asynchronous, token, timeout, prepare, "compute_score")
 
 
 # What TRL's GRPOTrainer passes a reward function besides the dataset's columns.
@@ -1357,21 +1378,7 @@ def trl_reward_func(
             log_extra(f"{name}_feedback", [o[1] for o in outcomes])
         return [o[0] for o in outcomes]
 
-    if asynchronous:
-        aclient = _async_client(client_or_url, token, timeout)
+    def prepare(prompts=None, completions=None, **kwargs):
+        return cases_of(prompts, completions, kwargs), lambda results: finish(results, kwargs)
 
-        async def reward_func_async(prompts=None, completions=None, **kwargs):
-            return finish(await aclient.score(cases_of(prompts, completions, kwargs)), kwargs)
-
-        reward_func_async.__name__ = reward_func_async.__qualname__ = name
-        reward_func_async.client = aclient
-        return reward_func_async
-
-    client = _client(client_or_url, token, timeout)
-
-    def reward_func(prompts=None, completions=None, **kwargs):
-        return finish(client.score(cases_of(prompts, completions, kwargs)), kwargs)
-
-    reward_func.__name__ = reward_func.__qualname__ = name
-    reward_func.client = client
-    return reward_func
+    return _adapter(client_or_url, asynchronous, token, timeout, prepare, name)
