@@ -168,7 +168,8 @@ type artReq struct {
 }
 
 const (
-	// maxBatch bounds the cases ScoreAll and Evaluate hand Run at a time.
+	// maxBatch bounds the tasks Run's feeder takes into its window at a
+	// time: what is ready of the input, up to this many.
 	maxBatch = 256
 	// maxInflight bounds the cases a worker holds unanswered; aimInflight
 	// is how much work (in time) the pool keeps with each, so a fast
@@ -465,24 +466,46 @@ func programLineTask(raw []byte, line int, lineErr error) *Task {
 	return NewTask(c, line, true)
 }
 
-// Run scores the tasks it reads, batch by batch, and returns them, with
-// their Record set, in the order read. The output closes after the input
-// closes and every task read has its record; when ctx ends first, the
-// tasks read and not finished are returned canceled at once, and no more
-// of the input is read.
-func (p *Pool) Run(ctx context.Context, tasks <-chan []*Task) <-chan []*Task {
-	return p.run(ctx, 0, tasks)
+// Run scores the tasks the iterator gives and returns them, with their
+// Record set, in that order, in batches as they finish. The iterator runs
+// on a goroutine of Run's; the pool takes what it has given so far in one
+// batch, so a fast iterator crosses in batches and a slow one task by task.
+// The output closes after the iterator ends and every task has its
+// record; when ctx ends first, the tasks read and not finished are
+// returned canceled at once, and no more of the input is read.
+func (p *Pool) Run(ctx context.Context, tasks iter.Seq[*Task]) <-chan []*Task {
+	return p.run(ctx, 0, pull(ctx, tasks))
+}
+
+// pull runs the iterator into a channel the feeder drains: one buffered
+// send a task, no hand-off between goroutines while both keep up.
+func pull(ctx context.Context, tasks iter.Seq[*Task]) <-chan *Task {
+	in := make(chan *Task, maxBatch)
+	go func() {
+		defer close(in)
+		for t := range tasks {
+			if ctx.Err() != nil {
+				return
+			}
+			select {
+			case in <- t:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return in
 }
 
 // RunProgram is Run for a program's cases: each task's case line holds the
 // input (and expected); the worker runs run(artifact, input) and scores
 // what it returns. artifact crosses as JSON.
-func (p *Pool) RunProgram(ctx context.Context, artifact any, tasks <-chan []*Task) (<-chan []*Task, error) {
+func (p *Pool) RunProgram(ctx context.Context, artifact any, tasks iter.Seq[*Task]) (<-chan []*Task, error) {
 	id, err := p.addArtifact(artifact)
 	if err != nil {
 		return nil, err
 	}
-	out := p.run(ctx, id, tasks)
+	out := p.run(ctx, id, pull(ctx, tasks))
 	done := make(chan []*Task, cap(out))
 	go func() { // the artifact is dropped once its stream is done
 		for b := range out {
@@ -625,7 +648,7 @@ var streamSeq atomic.Int64
 // worker's batches full while results wait for a slow case before them.
 func (p *Pool) window() int { return (p.want + 2) * maxInflight }
 
-func (p *Pool) run(ctx context.Context, art uint32, in <-chan []*Task) <-chan []*Task {
+func (p *Pool) run(ctx context.Context, art uint32, in <-chan *Task) <-chan []*Task {
 	n := p.window()
 	s := &stream{id: streamSeq.Add(1), ctx: ctx, wake: make(chan struct{}, 1), room: make(chan struct{}, 1)}
 	out := make(chan []*Task, 16)
@@ -676,9 +699,10 @@ func (p *Pool) run(ctx context.Context, art uint32, in <-chan []*Task) <-chan []
 	return out
 }
 
-// feed reads Run's input into s's queue, at most n tasks at a time, and
-// submits what needs a worker. Tasks with a Result already finish here.
-func (p *Pool) feed(s *stream, art uint32, n int, in <-chan []*Task) {
+// feed reads Run's input into s's queue, what is ready of it up to maxBatch
+// at a time and at most n tasks in the queue, and submits what needs a
+// worker. Tasks with a Result already finish here.
+func (p *Pool) feed(s *stream, art uint32, n int, in <-chan *Task) {
 	defer s.signal()
 	defer func() {
 		s.mu.Lock()
@@ -686,16 +710,29 @@ func (p *Pool) feed(s *stream, art uint32, n int, in <-chan []*Task) {
 		s.mu.Unlock()
 	}()
 	seq := 0
+	buf := make([]*Task, 0, maxBatch)
 	for {
-		var batch []*Task
+		batch := buf[:0]
 		select {
-		case b, ok := <-in:
+		case t, ok := <-in:
 			if !ok {
 				return
 			}
-			batch = b
+			batch = append(batch, t)
 		case <-s.ctx.Done():
 			return // the rest of the input is not read
+		}
+	ready:
+		for len(batch) < maxBatch {
+			select {
+			case t, ok := <-in:
+				if !ok {
+					break ready // the next receive sees the end
+				}
+				batch = append(batch, t)
+			default:
+				break ready
+			}
 		}
 		for len(batch) > 0 {
 			s.mu.Lock()
@@ -763,56 +800,30 @@ func (p *Pool) scoreSeq(ctx context.Context, cases iter.Seq[engine.Case], artifa
 	return func(yield func(int, engine.Result) bool) {
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		// Unbuffered: a batch goes the moment Run's feeder is ready for
-		// one, and grows while it is busy, so a fast iterator crosses in
-		// batches and a slow one case by case.
-		in := make(chan []*Task)
-		go func() {
-			defer close(in)
-			var batch []*Task
+		tasks := func(yield func(*Task) bool) {
 			line := 0
 			for c := range cases {
 				line++
-				batch = append(batch, NewTask(c, line, program))
-				if len(batch) < maxBatch {
-					select {
-					case in <- batch:
-						batch = nil
-					default:
-					}
-					continue
-				}
-				select {
-				case in <- batch:
-					batch = nil
-				case <-ctx.Done():
+				if !yield(NewTask(c, line, program)) {
 					return
 				}
 			}
-			if len(batch) > 0 {
-				select {
-				case in <- batch:
-				case <-ctx.Done():
-				}
-			}
-		}()
+		}
 		var out <-chan []*Task
 		if program {
 			var err error
-			if out, err = p.RunProgram(ctx, artifact, in); err != nil {
+			if out, err = p.RunProgram(ctx, artifact, tasks); err != nil {
 				i := 0
-				for t := range in {
-					for range t {
-						if !yield(i, engine.Result{Err: &engine.CaseError{Kind: engine.KindRun, Message: err.Error()}}) {
-							return
-						}
-						i++
+				for range cases {
+					if !yield(i, engine.Result{Err: &engine.CaseError{Kind: engine.KindRun, Message: err.Error()}}) {
+						return
 					}
+					i++
 				}
 				return
 			}
 		} else {
-			out = p.Run(ctx, in)
+			out = p.Run(ctx, tasks)
 		}
 		i := 0
 		for batch := range out {

@@ -286,7 +286,7 @@ func TestRunCancelLateBatch(t *testing.T) {
 	for round := range 20 {
 		in := make(chan []*Task)
 		ctx, cancel := context.WithCancel(context.Background())
-		out := p.Run(ctx, in)
+		out := p.Run(ctx, batchesOf(in))
 		in <- []*Task{task(round, 0)}
 		first := <-out
 		require.Len(t, first, 1)
@@ -378,7 +378,7 @@ def score(input, output, expected=None):
 	in <- tasks
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	out := p.Run(ctx, in)
+	out := p.Run(ctx, batchesOf(in))
 	time.Sleep(300 * time.Millisecond)
 	cancel()
 	got := 0
@@ -550,4 +550,18 @@ func TestScoreAllInvalidCases(t *testing.T) {
 	require.NotNil(t, got[2].Err)
 	assert.Equal(t, engine.KindInput, got[2].Err.Kind)
 	assert.Contains(t, got[2].Err.Message, "case nan:")
+}
+
+// batchesOf is the tasks of the batches sent on in, as Run takes them,
+// for tests that hold the input open or feed it late.
+func batchesOf(in <-chan []*Task) iter.Seq[*Task] {
+	return func(yield func(*Task) bool) {
+		for b := range in {
+			for _, t := range b {
+				if !yield(t) {
+					return
+				}
+			}
+		}
+	}
 }

@@ -22,10 +22,6 @@ import (
 	"github.com/skynetml/skynet/pool"
 )
 
-// feedBatch is how many cases the reader hands the pool at a time, when
-// that many are ready.
-const feedBatch = 256
-
 // supervisor runs one score or eval pass through a pool.
 type supervisor struct {
 	cmd      string // "score" or "eval", for messages
@@ -96,41 +92,24 @@ func (s *supervisor) run(ctx context.Context) int {
 		return s.loadFailed
 	}
 
-	in := make(chan []*pool.Task, 4)
-	inputDone := make(chan struct{})
-	go func() {
-		defer close(in)
-		defer close(inputDone)
+	inputDone := make(chan struct{}) // closed once the input is read whole
+	tasks := func(yield func(*pool.Task) bool) {
 		for t := range s.tasks {
-			batch := []*pool.Task{t}
-		more:
-			for len(batch) < feedBatch {
-				select {
-				case t, ok := <-s.tasks:
-					if !ok {
-						break more
-					}
-					batch = append(batch, t)
-				default:
-					break more
-				}
-			}
-			select {
-			case in <- batch:
-			case <-ctx.Done():
+			if !yield(t) {
 				return
 			}
 		}
-	}()
+		close(inputDone)
+	}
 	var out <-chan []*pool.Task
 	if s.withRun {
-		if out, err = p.RunProgram(ctx, s.artifact, in); err != nil {
+		if out, err = p.RunProgram(ctx, s.artifact, tasks); err != nil {
 			p.Close()
 			fmt.Fprintf(s.stderr, "skynet %s: %v\n", s.cmd, err)
 			return exitUsage
 		}
 	} else {
-		out = p.Run(ctx, in)
+		out = p.Run(ctx, tasks)
 	}
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
