@@ -157,7 +157,7 @@ soak: deps
 # Go 1.27), and a loaded CI machine makes that likelier.
 FUZZTIME ?= 30s
 fuzz: deps
-	for t in FuzzAppendJSON FuzzDecode FuzzCodecThroughPython; do $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) ./cpython || exit 1; done
+	for t in FuzzAppendJSON FuzzSplitObject FuzzDecode FuzzCodecThroughPython; do $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) ./cpython || exit 1; done
 	for t in FuzzParseCase FuzzCaseReader FuzzQuickID; do $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) ./caseio || exit 1; done
 	$(GO) test -run '^$$' -fuzz '^FuzzValidateReturn$$' -fuzztime $(FUZZTIME) ./engine
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./reward

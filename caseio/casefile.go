@@ -374,7 +374,9 @@ func scanID(line []byte) (value []byte, whole bool) {
 
 // jsonKind names the kind of a valid JSON text by its first byte.
 func jsonKind(raw json.RawMessage) string {
-	raw = bytes.TrimLeft(raw, " \t\r\n")
+	for len(raw) > 0 && (raw[0] == ' ' || raw[0] == '\t' || raw[0] == '\r' || raw[0] == '\n') {
+		raw = raw[1:] // bytes.TrimLeft builds its set of bytes each call
+	}
 	if len(raw) == 0 {
 		return "nothing"
 	}

@@ -1,6 +1,7 @@
 package cpython
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
 	"testing"
@@ -33,6 +34,47 @@ func FuzzAppendJSON(f *testing.F) {
 			require.NoError(t, derr, "%q", src)
 		} else if valid && depth(src) <= maxDepth {
 			t.Fatalf("rejected valid JSON %q: %v", src, err)
+		}
+	})
+}
+
+// FuzzSplitObject: SplitObject, which only validates, accepts exactly the
+// objects the transcoder accepts, and names every key as encoding/json
+// reads it.
+func FuzzSplitObject(f *testing.F) {
+	for _, s := range jsonSeeds {
+		f.Add([]byte(s))
+	}
+	f.Add([]byte(`{"id": "x", "in\u0070ut": {"k": "\ud800"}, "é": [1, "a\"b"], "": null}`))
+	f.Fuzz(func(t *testing.T, src []byte) {
+		members, err := SplitObject(src, nil)
+		_, full := AppendJSON(nil, src)
+		isObject := len(bytes.TrimLeft(src, " \t\r\n")) > 0 && bytes.TrimLeft(src, " \t\r\n")[0] == '{'
+		if err == nil {
+			require.NoError(t, full, "SplitObject accepted what AppendJSON refuses: %q", src)
+			var keys []string
+			for _, m := range members {
+				keys = append(keys, m.Key)
+				_, merr := AppendJSON(nil, m.Value)
+				require.NoError(t, merr, "member %q of %q", m.Key, src)
+			}
+			if utf8.Valid(src) {
+				var ordered []string
+				dec := json.NewDecoder(bytes.NewReader(src))
+				_, _ = dec.Token()
+				for dec.More() {
+					k, kerr := dec.Token()
+					require.NoError(t, kerr)
+					ordered = append(ordered, k.(string))
+					var skip json.RawMessage
+					require.NoError(t, dec.Decode(&skip))
+				}
+				if !bytes.Contains(src, []byte(`\u`)) { // encoding/json writes a lone surrogate as U+FFFD
+					require.Equal(t, ordered, keys, "%q", src)
+				}
+			}
+		} else if full == nil && isObject {
+			t.Fatalf("SplitObject refused what AppendJSON accepts: %q: %v", src, err)
 		}
 	})
 }

@@ -36,9 +36,10 @@ func (e *jsonError) Error() string {
 }
 
 type jsonParser struct {
-	src []byte
-	i   int
-	out []byte
+	src  []byte
+	i    int
+	out  []byte
+	skip bool // validate only: out stays empty but for escaped strings, cut back
 }
 
 func (p *jsonParser) errorf(format string, args ...any) error {
@@ -78,7 +79,9 @@ func (p *jsonParser) literal(word string, tag byte) error {
 		return p.errorf("invalid literal")
 	}
 	p.i += len(word)
-	p.out = append(p.out, tag)
+	if !p.skip {
+		p.out = append(p.out, tag)
+	}
 	return nil
 }
 
@@ -95,7 +98,9 @@ func (p *jsonParser) value(depth int) error {
 	case c == '[':
 		return p.array(depth)
 	case c == '"':
-		p.out = append(p.out, 's')
+		if !p.skip {
+			p.out = append(p.out, 's')
+		}
 		return p.string()
 	case c == 't':
 		return p.literal("true", 'T')
@@ -115,14 +120,18 @@ func (p *jsonParser) value(depth int) error {
 // countAt reserves room for a count to be patched in later: containers are
 // written in one pass, so the count is fixed up once known.
 func (p *jsonParser) container(tag byte, depth int, close byte, member func() error) error {
-	p.out = append(p.out, tag)
+	if !p.skip {
+		p.out = append(p.out, tag)
+	}
 	at := len(p.out)
 	p.i++ // opening bracket
 	p.space()
 	n := 0
 	if p.i < len(p.src) && p.src[p.i] == close {
 		p.i++
-		p.out = binary.AppendUvarint(p.out, 0)
+		if !p.skip {
+			p.out = binary.AppendUvarint(p.out, 0)
+		}
 		return nil
 	}
 	for {
@@ -145,6 +154,9 @@ func (p *jsonParser) container(tag byte, depth int, close byte, member func() er
 		}
 		return p.errorf("unexpected %s, expected ',' or %q", p.char(), close)
 	}
+	if p.skip {
+		return nil
+	}
 	// Insert the count before the members now that it is known.
 	var tmp [binary.MaxVarintLen64]byte
 	k := binary.PutUvarint(tmp[:], uint64(n))
@@ -163,7 +175,9 @@ func (p *jsonParser) object(depth int) error {
 		if p.i >= len(p.src) || p.src[p.i] != '"' {
 			return p.errorf("expected a string key")
 		}
-		p.out = append(p.out, 's')
+		if !p.skip {
+			p.out = append(p.out, 's')
+		}
 		if err := p.string(); err != nil {
 			return err
 		}
@@ -216,7 +230,9 @@ func (p *jsonParser) number() error {
 	if err := e.number(string(p.src[start:p.i])); err != nil {
 		return &jsonError{offset: start, msg: err.Error()}
 	}
-	p.out = e.buf
+	if !p.skip {
+		p.out = e.buf
+	}
 	return nil
 }
 
@@ -231,9 +247,12 @@ func (p *jsonParser) string() error {
 		if !ascii && !utf8.Valid(s) {
 			return &jsonError{offset: start, msg: "string is not valid UTF-8"}
 		}
+		p.i = end + 1
+		if p.skip {
+			return nil
+		}
 		p.out = binary.AppendUvarint(p.out, uint64(len(s)))
 		p.out = append(p.out, s...)
-		p.i = end + 1
 		return nil
 	}
 	// Escapes: decoded straight into the output, behind a one-byte length
@@ -253,6 +272,10 @@ func (p *jsonParser) string() error {
 			s := p.out[mark+1:]
 			if !utf8.Valid(s) && !validWTF8(s) {
 				return &jsonError{offset: start, msg: "string is not valid UTF-8"}
+			}
+			if p.skip {
+				p.out = p.out[:mark]
+				return nil
 			}
 			var n [binary.MaxVarintLen64]byte
 			w := binary.PutUvarint(n[:], uint64(len(s)))
@@ -399,7 +422,7 @@ type Member struct {
 // without building any value: the raw texts can be transcoded later (or
 // never). It is how a case-file line is read without a map per line.
 func SplitObject(src []byte, members []Member) ([]Member, error) {
-	p := jsonParser{src: src}
+	p := jsonParser{src: src, skip: true}
 	p.space()
 	if p.i >= len(p.src) || p.src[p.i] != '{' {
 		return members, p.errorf("expected a JSON object")
@@ -413,13 +436,20 @@ func SplitObject(src []byte, members []Member) ([]Member, error) {
 			if p.i >= len(p.src) || p.src[p.i] != '"' {
 				return members, p.errorf("expected a string key")
 			}
-			p.out = p.out[:0]
-			if err := p.string(); err != nil {
-				return members, err
-			}
-			key := p.out
-			if n, k := binary.Uvarint(key); k > 0 && int(n) == len(key)-k {
-				key = key[k:]
+			var key []byte
+			if end, ascii := plainEnd(src, p.i+1); ascii && end < len(src) && src[end] == '"' {
+				key, p.i = src[p.i+1:end], end+1 // as it is: no escape to decode
+			} else {
+				p.out, p.skip = p.out[:0], false // the key, unescaped
+				err := p.string()
+				p.skip = true
+				if err != nil {
+					return members, err
+				}
+				key = p.out
+				if n, k := binary.Uvarint(key); k > 0 && int(n) == len(key)-k {
+					key = key[k:]
+				}
 			}
 			p.space()
 			if p.i >= len(p.src) || p.src[p.i] != ':' {
