@@ -262,7 +262,7 @@ type caseLine struct {
 	Observation *engine.Observation `json:"observation,omitempty"`
 }
 
-// CaseLine is c as a line of a case file (engine.ParseCase reads it back),
+// CaseLine is c as a line of a case file (ParseCase reads it back),
 // as a Task carries it to a worker. Values cross as JSON: a value JSON
 // cannot hold is an error.
 func CaseLine(c engine.Case) ([]byte, error) {
