@@ -565,6 +565,8 @@ class Client:
     def _early_reply(conn):
         """The reply a server sent before it stopped reading our request, or
         None when there is none to read."""
+        if conn.sock is None:  # the connection itself failed (a server killed mid-request): nothing to read
+            return None
         try:
             resp = conn.getresponse()
         except (OSError, http.client.HTTPException):
