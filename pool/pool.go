@@ -477,6 +477,16 @@ func (p *Pool) Run(ctx context.Context, tasks iter.Seq[*Task]) <-chan []*Task {
 	return p.run(ctx, 0, pull(ctx, tasks))
 }
 
+// run is Run's goroutine: deliver, its batches sent on a channel.
+func (p *Pool) run(ctx context.Context, art uint32, in <-chan *Task) <-chan []*Task {
+	out := make(chan []*Task, 16)
+	go func() {
+		defer close(out)
+		p.deliver(ctx, art, in, nil, func(b []*Task) bool { out <- b; return true })
+	}()
+	return out
+}
+
 // pull runs the iterator into a channel the feeder drains: one buffered
 // send a task, no hand-off between goroutines while both keep up.
 func pull(ctx context.Context, tasks iter.Seq[*Task]) <-chan *Task {
@@ -522,7 +532,7 @@ func (p *Pool) RunProgram(ctx context.Context, artifact any, tasks iter.Seq[*Tas
 // costs little more than the case. It yields every task, in order, in
 // batches as they finish; once ctx ends, the rest come canceled at once.
 func (p *Pool) RunTasks(ctx context.Context, tasks []*Task) iter.Seq[[]*Task] {
-	return func(yield func([]*Task) bool) { p.runTasks(ctx, 0, tasks, yield) }
+	return func(yield func([]*Task) bool) { p.deliver(ctx, 0, nil, tasks, yield) }
 }
 
 // RunProgramTasks is RunTasks for a program's cases (see RunProgram).
@@ -533,7 +543,7 @@ func (p *Pool) RunProgramTasks(ctx context.Context, artifact any, tasks []*Task)
 	}
 	return func(yield func([]*Task) bool) {
 		defer p.dropArtifact(id)
-		p.runTasks(ctx, id, tasks, yield)
+		p.deliver(ctx, id, nil, tasks, yield)
 	}, nil
 }
 
@@ -563,36 +573,87 @@ func (p *Pool) dropArtifact(id uint32) {
 	}
 }
 
-func (p *Pool) runTasks(ctx context.Context, art uint32, tasks []*Task, yield func([]*Task) bool) {
+// deliver is the one loop behind Run and RunTasks: it feeds tasks into
+// the workers, at most the window unreturned, from in (what is ready of it)
+// or from list, and yields each finished run of them in order. Once ctx
+// ends, what was fed and not finished comes back canceled at once (all of
+// list too); no more of in is read.
+func (p *Pool) deliver(ctx context.Context, art uint32, in <-chan *Task, list []*Task, yield func([]*Task) bool) {
 	s := &stream{id: streamSeq.Add(1), ctx: ctx, wake: make(chan struct{}, 1)}
-	for i, t := range tasks {
+	for i, t := range list { // each may be canceled before it is fed
 		t.seq, t.s, t.art, t.withRun = i, s, art, art != 0
 	}
 	n := p.window()
-	fed, next := 0, 0
-	for next < len(tasks) {
-		if fed < len(tasks) && fed-next < n && ctx.Err() == nil {
-			k := min(len(tasks)-fed, n-(fed-next))
-			p.submitTasks(tasks[fed : fed+k])
-			fed += k
+	seq := 0
+	var q []*Task       // fed, not yet yielded; q[0] is the next out
+	fromIn := in != nil // in becomes nil once it is closed
+	feed := func(batch []*Task) {
+		if fromIn {
+			for _, t := range batch {
+				t.seq, t.s, t.art, t.withRun = seq, s, art, art != 0
+				seq++
+			}
 		}
-		k := next
-		for k < fed && tasks[k].state.Load() == taskDone {
+		q = append(q, batch...)
+		p.submitTasks(batch)
+	}
+	var buf []*Task
+	for {
+		if ctx.Err() != nil { // seen before anything else is yielded or read
+			rest := append(q, list...)
+			cancelRest(rest, ctx)
+			if len(rest) > 0 {
+				yield(rest)
+			}
+			return
+		}
+		if room := n - len(q); room > 0 && len(list) > 0 {
+			k := min(len(list), room)
+			feed(list[:k])
+			list = list[k:]
+		}
+		k := 0
+		for k < len(q) && q[k].state.Load() == taskDone {
 			k++
 		}
-		if k > next {
-			if !yield(tasks[next:k]) {
+		if k > 0 {
+			done := q[:k:k]
+			q = q[k:]
+			if !yield(done) {
 				return
 			}
-			next = k
 			continue
+		}
+		if in == nil && len(list) == 0 && len(q) == 0 {
+			return
+		}
+		var next <-chan *Task // read only while the window has room
+		if in != nil && len(q) < n {
+			next = in
 		}
 		select {
 		case <-s.wake:
-		case <-ctx.Done():
-			cancelRest(tasks[next:], ctx)
-			yield(tasks[next:])
-			return
+		case t, ok := <-next:
+			if !ok {
+				in = nil
+				continue
+			}
+			buf = append(buf[:0], t)
+		ready:
+			for len(buf) < min(maxBatch, n-len(q)) {
+				select {
+				case t, ok := <-in:
+					if !ok {
+						in = nil
+						break ready
+					}
+					buf = append(buf, t)
+				default:
+					break ready
+				}
+			}
+			feed(buf) // copied into q, and into the dispatcher's own slice
+		case <-ctx.Done(): // the loop's first step cancels the rest
 		}
 	}
 }
@@ -620,19 +681,12 @@ func (p *Pool) submitTasks(tasks []*Task) {
 	}
 }
 
-// stream is one Run: the tasks fed and not yet handed back, in order. The
-// queue grows with what is fed, up to the pool's window, so a Run of one
-// case costs what one case costs (a request of one sample to serve).
+// stream is one Run or RunTasks: its tasks' wake-ups, its place in the
+// dispatcher's order and its caller's ctx.
 type stream struct {
 	id   int64 // in the order Run was called
 	ctx  context.Context
-	wake chan struct{} // a task finished, or more were fed
-	room chan struct{} // the consumer made room in a full window
-
-	mu       sync.Mutex
-	q        []*Task // fed, not yet handed back; q[0] is the next out
-	fedAll   bool    // the feeder is done: no task comes after q
-	canceled bool    // the consumer gave the rest canceled results
+	wake chan struct{} // a task finished
 }
 
 func (s *stream) signal() {
@@ -647,120 +701,6 @@ var streamSeq atomic.Int64
 // window is how many tasks a Run holds at most: enough to keep every
 // worker's batches full while results wait for a slow case before them.
 func (p *Pool) window() int { return (p.want + 2) * maxInflight }
-
-func (p *Pool) run(ctx context.Context, art uint32, in <-chan *Task) <-chan []*Task {
-	n := p.window()
-	s := &stream{id: streamSeq.Add(1), ctx: ctx, wake: make(chan struct{}, 1), room: make(chan struct{}, 1)}
-	out := make(chan []*Task, 16)
-	go p.feed(s, art, n, in)
-	go func() { // the consumer: results in order
-		defer close(out)
-		for {
-			s.mu.Lock()
-			k := 0
-			for k < len(s.q) && s.q[k].state.Load() == taskDone {
-				k++
-			}
-			var batch []*Task
-			if k > 0 {
-				batch = slices.Clone(s.q[:k])
-				clear(s.q[:k])
-				s.q = s.q[k:]
-			}
-			end := s.fedAll && len(s.q) == 0
-			s.mu.Unlock()
-			if k > 0 {
-				select {
-				case s.room <- struct{}{}:
-				default:
-				}
-				out <- batch
-				continue
-			}
-			if end {
-				return
-			}
-			select {
-			case <-s.wake:
-			case <-ctx.Done():
-				s.mu.Lock()
-				s.canceled = true // the feeder stops at ctx.Done: no task comes in after this
-				rest := s.q
-				s.q = nil
-				s.mu.Unlock()
-				cancelRest(rest, ctx)
-				if len(rest) > 0 {
-					out <- rest
-				}
-				return
-			}
-		}
-	}()
-	return out
-}
-
-// feed reads Run's input into s's queue, what is ready of it up to maxBatch
-// at a time and at most n tasks in the queue, and submits what needs a
-// worker. Tasks with a Result already finish here.
-func (p *Pool) feed(s *stream, art uint32, n int, in <-chan *Task) {
-	defer s.signal()
-	defer func() {
-		s.mu.Lock()
-		s.fedAll = true
-		s.mu.Unlock()
-	}()
-	seq := 0
-	buf := make([]*Task, 0, maxBatch)
-	for {
-		batch := buf[:0]
-		select {
-		case t, ok := <-in:
-			if !ok {
-				return
-			}
-			batch = append(batch, t)
-		case <-s.ctx.Done():
-			return // the rest of the input is not read
-		}
-	ready:
-		for len(batch) < maxBatch {
-			select {
-			case t, ok := <-in:
-				if !ok {
-					break ready // the next receive sees the end
-				}
-				batch = append(batch, t)
-			default:
-				break ready
-			}
-		}
-		for len(batch) > 0 {
-			s.mu.Lock()
-			if s.canceled {
-				s.mu.Unlock()
-				return
-			}
-			k := min(len(batch), n-len(s.q))
-			for _, t := range batch[:k] {
-				t.seq, t.s, t.art, t.withRun = seq, s, art, art != 0
-				seq++
-			}
-			s.q = append(s.q, batch[:k]...)
-			s.mu.Unlock()
-			if k == 0 {
-				select { // the window is full: wait for the consumer
-				case <-s.room:
-				case <-s.ctx.Done():
-					return
-				}
-				continue
-			}
-			p.submitTasks(batch[:k])
-			batch = batch[k:]
-			s.signal()
-		}
-	}
-}
 
 // cancelRest gives a stream's unfinished tasks canceled results.
 func cancelRest(rest []*Task, ctx context.Context) {
