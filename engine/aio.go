@@ -261,7 +261,7 @@ func (a *aioLoop) Done(token uint64, v cpython.SlotView, timedOut bool) {
 	}
 	if j.deliverSlot(v, a.e.str) {
 		j.ready.Store(true)
-		j.g.settle(1)
+		j.g.settle(1, true)
 	}
 }
 

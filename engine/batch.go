@@ -6,6 +6,7 @@ package engine
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/skynetml/skynet/cpython"
@@ -89,6 +90,9 @@ func (e *Engine) runParcel(w *worker, p *parcel) {
 	if finished := e.runBatch(w, br, &p.args, p.obs); finished < len(p.jobs) {
 		e.requeue(br.takeBackUnstarted())
 	}
+	if hook := testHookParcelRan.Load(); hook != nil {
+		(*hook)()
+	}
 	g.batch = br
 	if g.handoff.CompareAndSwap(0, handedOver) {
 		close(g.ran)
@@ -96,6 +100,10 @@ func (e *Engine) runParcel(w *worker, p *parcel) {
 	}
 	e.finish(br, false) // the waiter has gone: every outcome came from elsewhere
 }
+
+// testHookParcelRan, when set by a test, runs between a parcel's batch and
+// its handover: a thread descheduled there under load.
+var testHookParcelRan atomic.Pointer[func()]
 
 // finish copies a handed-over batch's outcomes to their jobs and frees it.
 func (e *Engine) finish(br *batchRun, markReady bool) {
@@ -110,7 +118,7 @@ func (e *Engine) finish(br *batchRun, markReady bool) {
 	}
 	br.free()
 	if len(br.jobs) > 0 {
-		br.jobs[0].g.settle(n) // a parcel's jobs are all of one group
+		br.jobs[0].g.settle(n, true) // a parcel's jobs are all of one group
 	}
 }
 
@@ -148,7 +156,7 @@ func (e *Engine) runJobs(w *worker, jobs []*scoreJob) {
 	for i, j := range jobs {
 		if v := br.b.Slot(i); v.State == cpython.SlotDone && j.deliverSlot(v, e.str) {
 			j.ready.Store(true)
-			j.g.settle(1)
+			j.g.settle(1, true)
 		}
 	}
 	leftover := br.takeBackUnstarted()

@@ -53,7 +53,7 @@ type group struct {
 	seq       uint64 // submission order, for the order of requeued parcels
 	jobs      []scoreJob
 	remaining atomic.Int32
-	byWorker  atomic.Int32  // outcomes delivered from a batch (see recycle)
+	byWorker  atomic.Int32  // outcomes delivered by a batch done with their jobs (see recycle)
 	done      chan struct{} // closed once every job has its outcome
 	progress  chan struct{} // a job got its outcome (cap 1; see waitJob)
 	p         parcel
@@ -129,9 +129,16 @@ func (g *group) ready() bool {
 
 // recycle keeps a group whose results have been read for reuse, if
 // nothing else can still touch it: every outcome came from a batch that was
-// done with the job, so no watchdog, canceller or batch holds a job of it.
+// done with the job, so no watchdog, canceller or batch holds a job of it,
+// and a parcel scored whole was handed to the waiter. A worker that finds
+// the waiter gone (every outcome harvested while the batch ran) still
+// touches the group after (runParcel's finish): a reused group would get
+// the old cases' outcomes there.
 func (s *scheduler) recycle(g *group) {
 	if cap(g.jobs) != maxBatch || g.byWorker.Load() != int32(len(g.jobs)) {
+		return
+	}
+	if g.whole.Load() != nil && g.handoff.Load() != handedOver {
 		return
 	}
 	g.jobs = g.jobs[:maxBatch]
@@ -201,12 +208,17 @@ func (j *scoreJob) deliverSlot(v cpython.SlotView, strs func([]byte) string) boo
 	return true
 }
 
-// settle counts n outcomes delivered from a batch (deliverSlot).
-func (g *group) settle(n int) {
+// settle counts n outcomes delivered from a batch (deliverSlot). done
+// says the batch was done with their jobs; a harvested outcome's batch is
+// still running, and will look at the job again when it ends, so its group
+// must not be recycled (see recycle).
+func (g *group) settle(n int, done bool) {
 	if n == 0 {
 		return
 	}
-	g.byWorker.Add(int32(n))
+	if done {
+		g.byWorker.Add(int32(n))
+	}
 	if g.remaining.Add(int32(-n)) == 0 {
 		close(g.done)
 	}

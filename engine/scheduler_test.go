@@ -71,6 +71,50 @@ func TestWholeParcelLeftovers(t *testing.T) {
 	checkStream(t, e, 0, 2_000+300, 2_000)
 }
 
+// TestHarvestedGroupsAreTheirCases: with slow cases a waiter takes each
+// outcome from the running batch as it is done (harvest). When it has them
+// all before the worker hands the batch over (a thread descheduled there,
+// which the hook makes certain), it leaves, and the worker then finishes
+// the batch itself, touching the group's jobs: the group must not have
+// been reused meanwhile by another stream, whose cases would get the old
+// outcomes. Streams of one or two cases, several at once, as a worker
+// process scores the chunks it is sent.
+func TestHarvestedGroupsAreTheirCases(t *testing.T) {
+	const slow = `
+import time
+def score(input, output, expected=None):
+    time.sleep(0.002)
+    return input["n"] / 1e6, {"feedback": f"{input['n']}:{output}"}
+`
+	e := open(t, Options{Metric: writeMetric(t, slow)})
+	checkStream(t, e, 0, 200, -1) // the pace: slow cases, batches of one or two
+	hook := func() { time.Sleep(3 * harvestEvery) }
+	testHookParcelRan.Store(&hook)
+	t.Cleanup(func() { testHookParcelRan.Store(nil) })
+	var wg sync.WaitGroup
+	for s := 0; s < 4; s++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := 0; k < 25; k++ {
+				from := (s*100 + k) * 10
+				to := from + 1 + k%2
+				n := from
+				for _, r := range e.ScoreAll(ctx, numbered(from, to, -1), 0) {
+					if !assert.Nil(t, r.Err, "case %d", n) || !assert.Equal(t, fmt.Sprintf("%d:o%d", n, n), r.Feedback, "case %d", n) {
+						return
+					}
+					n++
+				}
+				if !assert.Equal(t, to, n, "every case gets exactly one result") {
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
 // TestConcurrentStreamsAndScores mixes streams and single calls on a pool of
 // workers (run under -race by make test).
 func TestConcurrentStreamsAndScores(t *testing.T) {

@@ -112,7 +112,7 @@ func (s *scheduler) harvest(g *group) {
 			n++
 		}
 	}
-	g.settle(n)
+	g.settle(n, false) // the batches run on: see recycle
 }
 
 // waitWhole waits up to d for every case of g to be done; false when d

@@ -228,10 +228,13 @@ def score(input, output, expected=None):
 			}
 			cancel()
 			// Cases the stream never read get no result: ScoreAll stops
-			// reading its input when ctx ends.
-			require.LessOrEqual(t, len(results), len(cases))
+			// reading its input when ctx ends. Those it had read may all be
+			// scored by then (a slow reader here, under -race or ASan, takes
+			// results the workers finished long before), so none need be
+			// canceled.
+			require.Less(t, len(results), len(cases), "the stream stopped reading its input")
 			require.Greater(t, len(results), 6000+round*997)
-			if !checkCanceled(t, cases[:len(results)], results, 6001+round*997, true) {
+			if !checkCanceled(t, cases[:len(results)], results, 6001+round*997, false) {
 				break
 			}
 		}
