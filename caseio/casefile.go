@@ -32,7 +32,9 @@ func (e *LineError) Error() string { return fmt.Sprintf("line %d: %s", e.Line, e
 //	 "observation": {"run_ms": n, "cost_usd": n}}
 //
 // id and observation are optional; a missing id becomes the line number.
-// Values stay JSON text (json.RawMessage) until they are handed to Python.
+// Values stay JSON text (json.RawMessage) until they are handed to Python:
+// they are sub-slices of line, so line must not be reused while the Case
+// is (Reader gives each line memory of its own).
 func ParseCase(line []byte, lineNo int) (engine.Case, error) {
 	c := engine.Case{ID: strconv.Itoa(lineNo)}
 	fail := func(format string, args ...any) (engine.Case, error) {

@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -247,5 +249,80 @@ def score(input, output, expected=None):
 			break
 		}
 		assert.GreaterOrEqual(t, st.Restarts, round+1)
+	}
+}
+
+// TestClassesSoak (make soak; SKYNET_CLASSES_SOAK=rounds) scores the
+// stdlib classes' cases, four copies of each, in four pools of two
+// processes at once, the way a loaded machine runs them, and holds every
+// result to what reference.py gave for its case: a result that reached
+// another case shows. A case whose metric timed out under the load (its
+// feedback says so) is counted, not compared: python3 under that load can
+// time out too.
+func TestClassesSoak(t *testing.T) {
+	rounds, _ := strconv.Atoi(os.Getenv("SKYNET_CLASSES_SOAK"))
+	if rounds <= 0 {
+		t.Skip("SKYNET_CLASSES_SOAK is not set: make soak sets it")
+	}
+	embeddedPython(t)
+	for _, class := range []string{"mp_fork", "mp_spawn", "signal_timeout", "stdlib_cext", "module_state", "async_gather", "ctypes_libc"} {
+		t.Run(class, func(t *testing.T) {
+			cases := readCases(t, classesDir+class+"/cases.jsonl")
+			var copies []engine.Case
+			var lines bytes.Buffer
+			for k := range 4 {
+				for _, c := range cases {
+					c.ID = fmt.Sprintf("%s_%d", c.ID, k)
+					copies = append(copies, c)
+					b, err := json.Marshal(map[string]any{"id": c.ID, "input": c.Input, "output": c.Output, "expected": c.Expected})
+					require.NoError(t, err)
+					lines.Write(append(b, '\n'))
+				}
+			}
+			file := filepath.Join(t.TempDir(), "cases.jsonl")
+			require.NoError(t, os.WriteFile(file, lines.Bytes(), 0o644))
+			ref := reference(t, classesDir+class+"/metric.py", file)
+			require.Len(t, ref, len(copies))
+			want := map[string]outcome{}
+			for _, r := range ref {
+				want[r.ID] = refOutcome(r)
+			}
+			for round := range rounds {
+				var wg sync.WaitGroup
+				var mu sync.Mutex
+				same, timedOut := 0, 0
+				for range 4 {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						p, err := Open(Options{Options: engine.Options{Metric: classesDir + class + "/metric.py", Timeout: 60 * time.Second},
+							Processes: 2, Stderr: io.Discard})
+						if !assert.NoError(t, err) {
+							return
+						}
+						defer p.Close()
+						results := collect(t, p.ScoreAll(context.Background(), seq(copies), 0))
+						mu.Lock()
+						defer mu.Unlock()
+						if !assert.Len(t, results, len(copies), "one result per case") {
+							return
+						}
+						for i, r := range results {
+							assert.Equal(t, copies[i].ID, r.ID, "result %d", i)
+							got := resultOutcome(r)
+							if got != want[r.ID] && strings.Contains(strings.ToLower(got.Feedback), "time") {
+								timedOut++
+								continue
+							}
+							if assert.Equal(t, want[r.ID], got, "%s case %s, round %d: reference.py (expected) and the pool (actual)", class, r.ID, round) {
+								same++
+							}
+						}
+					}()
+				}
+				wg.Wait()
+				t.Logf("round %d: %d results the same as reference.py's, %d timed out under the load", round, same, timedOut)
+			}
+		})
 	}
 }

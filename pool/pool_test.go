@@ -2,6 +2,7 @@ package pool
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -31,7 +32,7 @@ func readCases(t *testing.T, path string) []engine.Case {
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, 1<<24)
 	for n := 1; sc.Scan(); n++ {
-		c, err := caseio.ParseCase(sc.Bytes(), n)
+		c, err := caseio.ParseCase(bytes.Clone(sc.Bytes()), n) // the case points into its line; the scanner reuses its buffer
 		require.NoError(t, err)
 		cases = append(cases, c)
 	}
