@@ -147,7 +147,7 @@ bench-serve: build
 # The full soaks: RSS after 1,000,000 cases within 5 MB of RSS after 10,000,
 # and 100,000 judge cases against a model server injecting faults (make test
 # runs both on fewer cases); then the real-world metric classes in four pools
-# at once, every result held to reference.py's (5 rounds, about 5 minutes).
+# at once, every result held to reference.py's (5 rounds, about 3 minutes).
 soak: deps
 	SKYNET_SOAK=1000000 $(GO) test -count=1 -run '^TestSoak$$' -v ./engine
 	SKYNET_LLM_SOAK=100000 $(GO) test -count=1 -run '^TestModelFaultSoak$$' -v -timeout 30m ./engine
