@@ -61,6 +61,7 @@ func TestEvaluateMeasuresRunTime(t *testing.T) {
 import time, skynet
 def run(artifact, input):
     time.sleep(0.03)
+    time._skynet_test_clocks = time.perf_counter, time.monotonic
     time.perf_counter = lambda: 0.0
     time.monotonic = lambda: 0.0
     try:
@@ -69,7 +70,21 @@ def run(artifact, input):
         pass
     return input["label"]
 `)
-	e := open(t, Options{Metric: "../testdata/reward/metric.py", Program: program})
+	// score, which runs after the host measured run, puts the clocks back:
+	// the interpreter is the whole test process's, and asyncio's loop reads
+	// time.monotonic (a stopped clock hangs the async tests run after this).
+	reward, err := filepath.Abs("../testdata/reward/metric.py")
+	require.NoError(t, err)
+	metric := writeFile(t, "metric.py", fmt.Sprintf(`
+import time, importlib.util
+spec = importlib.util.spec_from_file_location("reward_metric", %q)
+reward_metric = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(reward_metric)
+def score(input, output, expected=None):
+    time.perf_counter, time.monotonic = time.__dict__.pop("_skynet_test_clocks", (time.perf_counter, time.monotonic))
+    return reward_metric.score(input, output, expected)
+`, reward))
+	e := open(t, Options{Metric: metric, Program: program})
 	rs := evaluate(t, e, "x", Case{ID: "1", Input: map[string]any{"label": "billing"}, Expected: map[string]any{"label": "billing"}})
 	r := rs[0]
 	require.Nil(t, r.Err, "%+v", r.Err)

@@ -63,8 +63,15 @@ def answer(out):
 
 
 def drive(metric):
+    # dspy.context, not dspy.configure: DSPy lets only the thread that first
+    # configured it configure again, and a process may drive this twice from
+    # different threads (go test -count=2 of skynetmod's in-process test).
+    with dspy.context(lm=DummyLM(ANSWERS)):
+        return _drive(metric)
+
+
+def _drive(metric):
     program = dspy.Predict("question -> label")
-    dspy.configure(lm=DummyLM(ANSWERS))
     dev = devset()
     got = {}
 
