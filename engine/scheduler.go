@@ -43,6 +43,13 @@ const (
 	// An idle worker parks at once while work has been arriving this far
 	// apart on average: a wake-up (a few µs) is cheaper than polling.
 	maxPollIdle = 40 * time.Microsecond
+	// The main thread's worker yields after a batch (workerLoop) only when
+	// batches take longer than this. Its goroutine is locked to the thread,
+	// so a yield costs two context switches; below this, sysmon's retake of
+	// the P costs less: gsm8k regex 6-8% less wall time, trivial 10%
+	// (alternated pairs, 1 and 2 processes). At 2 ms, token F1 (batches
+	// under 1 ms) lost 8-13% at 2 processes; at 500 us it did not.
+	mainYieldOver = 500 * time.Microsecond
 )
 
 // scheduler is the engine's scheduling state, apart from the metric it

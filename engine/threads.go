@@ -122,11 +122,13 @@ func (e *Engine) workerLoop(w *worker) {
 		if w.retired.Load() {
 			return
 		}
-		if w.pinned {
+		if w.pinned && (!w.main || time.Duration(e.avgCase.Load())*maxBatch > mainYieldOver) {
 			// The batch readied the stream's goroutine onto this P. Let it
 			// run elsewhere before the next long cgo call: with work left in
 			// the P's queue, sysmon takes the P from the call and then polls
-			// every 20 us for the next millisecond.
+			// every 20 us for the next millisecond. Not on the main thread
+			// between short batches: its goroutine is locked there, so the
+			// yield hands the P to another thread and back (see mainYieldOver).
 			runtime.Gosched()
 		}
 	}
