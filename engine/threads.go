@@ -122,7 +122,7 @@ func (e *Engine) workerLoop(w *worker) {
 		if w.retired.Load() {
 			return
 		}
-		if w.pinned && (!w.main || time.Duration(e.avgCase.Load())*maxBatch > mainYieldOver) {
+		if w.pinned && (!w.main || e.groupTime() > mainYieldOver) {
 			// The batch readied the stream's goroutine onto this P. Let it
 			// run elsewhere before the next long cgo call: with work left in
 			// the P's queue, sysmon takes the P from the call and then polls
@@ -176,7 +176,10 @@ func spinUntil(done func() bool) bool {
 // A group whose cases take longer than spinFor in all counts: waiting on it
 // by spinning would burn most of a core for nothing (a wake-up costs µs), and
 // in a pool of worker processes that core is another worker's.
-func (s *scheduler) slowCases() bool { return time.Duration(s.avgCase.Load())*maxBatch > spinFor }
+func (s *scheduler) slowCases() bool { return s.groupTime() > spinFor }
+
+// groupTime is how long a full group of cases takes, at the average case's pace.
+func (s *scheduler) groupTime() time.Duration { return time.Duration(s.avgCase.Load()) * maxBatch }
 
 // verySlowCases reports cases slow enough (a model call, a few ms of real
 // work) that their results are worth handing on one by one.
