@@ -39,7 +39,8 @@ type jsonParser struct {
 	src  []byte
 	i    int
 	out  []byte
-	skip bool // validate only: out stays empty but for escaped strings, cut back
+	skip bool  // validate only: out stays empty but for escaped strings, cut back
+	err  error // skipEscaped's result
 }
 
 func (p *jsonParser) errorf(format string, args ...any) error {
@@ -255,6 +256,9 @@ func (p *jsonParser) string() error {
 		p.out = append(p.out, s...)
 		return nil
 	}
+	if p.skip && ascii && p.skipEscaped(end) {
+		return p.err
+	}
 	// Escapes: decoded straight into the output, behind a one-byte length
 	// that is widened at the end if the string turns out longer.
 	mark := len(p.out)
@@ -328,6 +332,60 @@ func (p *jsonParser) string() error {
 			p.out = appendWTF8(p.out, r)
 		default:
 			return p.errorf("invalid escape '\\%c'", esc)
+		}
+	}
+}
+
+// skipEscaped passes over the rest of a string from its first escape at i
+// without decoding it, for a parser that only validates: while its plain
+// runs are ASCII, the decoded text is valid WTF-8 whatever the escapes, so
+// there is nothing to check it for (and nothing to allocate; a model's text
+// with a newline in it is most strings). It reports errors as the decoding
+// loop does, in p.err, and returns true when it reached the string's end or
+// an error; false, p.i unchanged, at a run that is not ASCII: the caller
+// decodes the string then.
+func (p *jsonParser) skipEscaped(i int) bool {
+	src, from := p.src, p.i
+	fail := func(at int, format string, args ...any) bool {
+		p.i = at
+		p.err = p.errorf(format, args...)
+		return true
+	}
+	for {
+		if i >= len(src) {
+			return fail(i, "unterminated string")
+		}
+		c := src[i]
+		switch {
+		case c == '"':
+			p.i, p.err = i+1, nil
+			return true
+		case c < 0x20:
+			return fail(i, "control character %q in string", c)
+		case c != '\\':
+			e, ascii := plainEnd(src, i)
+			if !ascii {
+				p.i = from
+				return false
+			}
+			i = e
+			continue
+		}
+		if i+1 >= len(src) {
+			return fail(i, "unterminated escape")
+		}
+		esc := src[i+1]
+		i += 2
+		switch esc {
+		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+		case 'u':
+			p.i = i
+			if _, ok := p.hex4(); !ok {
+				return fail(i, "invalid \\u escape")
+			}
+			i = p.i
+		default:
+			return fail(i, "invalid escape '\\%c'", esc)
 		}
 	}
 }
