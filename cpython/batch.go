@@ -248,9 +248,10 @@ type ArgCache struct {
 	c        atomic.Pointer[C.sky_argcache] // made on first use
 	closed   atomic.Bool
 	mu       sync.Mutex
-	ids      map[string]int32    // encoded value -> id
-	json     map[uint64]jsonMemo // hash of a JSON text -> the text, its encoding and id
-	seen     *[seenSlots]uint64  // hashes of values and JSON texts seen once (sawBefore)
+	ids      map[string]int32       // encoded value -> id
+	json     map[uint64]jsonMemo    // hash of a JSON text -> the text, its encoding and id
+	inJSON   *[jsonBits / 64]uint64 // a bit per hash that json may hold: a text never kept skips the map
+	seen     *[seenSlots]uint64     // hashes of values and JSON texts seen once (sawBefore)
 	seed     maphash.Seed
 	bytes    int
 	maxBytes int
@@ -268,6 +269,16 @@ type jsonMemo struct {
 // one a sighting early.
 const seenSlots = 1 << 16
 
+// jsonBits sizes inJSON (128 KiB): the map is looked in only for a hash
+// whose bit is set, so most texts (each case's own, never kept) cost a bit
+// test instead of a map lookup, which missed the cache.
+const jsonBits = 1 << 20
+
+func jsonBit(h uint64) (word int, mask uint64) {
+	b := h >> 44 // the top 20 bits
+	return int(b / 64), 1 << (b % 64)
+}
+
 // sawBefore reports whether hash h was seen before and forgets it if so, or
 // notes it: one load and one store, where a set that grows and is cleared
 // cost a map insert (and, every 65,536 values, a rehash) a value.
@@ -283,8 +294,8 @@ func (a *ArgCache) sawBefore(h uint64) bool {
 
 // NewArgCache keeps at most maxBytes of values; later ones are not cached.
 func NewArgCache(maxBytes int) (*ArgCache, error) {
-	return &ArgCache{ids: map[string]int32{}, json: map[uint64]jsonMemo{}, seen: new([seenSlots]uint64),
-		seed: maphash.MakeSeed(), maxBytes: maxBytes}, nil
+	return &ArgCache{ids: map[string]int32{}, json: map[uint64]jsonMemo{}, inJSON: new([jsonBits / 64]uint64),
+		seen: new([seenSlots]uint64), seed: maphash.MakeSeed(), maxBytes: maxBytes}, nil
 }
 
 // objects is the C cache, or nil when it cannot be made (the batch then
@@ -339,10 +350,13 @@ func (a *ArgCache) idLocked(value []byte) int32 {
 // its Python object reused.
 func (a *ArgCache) AppendJSON(dst, text []byte) ([]byte, int32, error) {
 	h := maphash.Bytes(a.seed, text)
+	word, bit := jsonBit(h)
 	a.mu.Lock()
-	if m, ok := a.json[h]; ok && m.text == string(text) {
-		a.mu.Unlock()
-		return append(dst, m.enc...), m.id, nil
+	if a.inJSON[word]&bit != 0 {
+		if m, ok := a.json[h]; ok && m.text == string(text) {
+			a.mu.Unlock()
+			return append(dst, m.enc...), m.id, nil
+		}
 	}
 	again := a.sawBefore(h)
 	a.mu.Unlock()
@@ -365,6 +379,7 @@ func (a *ArgCache) AppendJSON(dst, text []byte) ([]byte, int32, error) {
 	}
 	if a.bytes+len(text)+len(enc) <= a.maxBytes {
 		a.json[h] = jsonMemo{text: string(text), enc: bytes.Clone(enc), id: id}
+		a.inJSON[word] |= bit
 		a.bytes += len(text) + len(enc)
 	}
 	return dst, id, nil

@@ -3,6 +3,7 @@ package cpython
 import (
 	"encoding/binary"
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -187,4 +188,41 @@ func TestUseAfterFree(t *testing.T) {
 	require.PanicsWithValue(t, "cpython: Object used after Release", func() {
 		live.Call(fn, nil, 0, 0, false, 0)
 	})
+}
+
+// ArgCache.AppendJSON transcodes a text as AppendJSON does every time; it
+// gives the text an id from its second sighting on (a later one when a text
+// seen once in between took its first-sight slot) and, once it has one,
+// copies its kept encoding, among many texts seen once.
+func TestArgCacheJSON(t *testing.T) {
+	cache, err := NewArgCache(1 << 20)
+	require.NoError(t, err)
+	defer cache.Close()
+	text := []byte(`{"answer": "72", "answers": ["72", "seventy-two"]}`)
+	want, err := AppendJSON(nil, text)
+	require.NoError(t, err)
+	id, keptAt := int32(-1), 0
+	for sighting := 1; sighting <= 6; sighting++ {
+		for i := range 200 { // one-off texts between the sightings
+			other := []byte(`{"q": "` + strings.Repeat("x", i%7) + string(rune('a'+sighting)) + `", "n": ` + strconv.Itoa(i) + `}`)
+			enc, oid, err := cache.AppendJSON([]byte("prefix"), other)
+			require.NoError(t, err)
+			plain, _ := AppendJSON([]byte("prefix"), other)
+			require.Equal(t, plain, enc)
+			require.Equal(t, int32(-1), oid, "a text seen once is not kept")
+		}
+		enc, got, err := cache.AppendJSON([]byte("prefix"), text)
+		require.NoError(t, err)
+		require.Equal(t, append([]byte("prefix"), want...), enc, "sighting %d", sighting)
+		switch {
+		case sighting == 1:
+			require.Equal(t, int32(-1), got, "first sighting")
+		case id >= 0:
+			require.Equal(t, id, got, "sighting %d, kept at %d", sighting, keptAt)
+		case got >= 0:
+			id, keptAt = got, sighting
+		}
+	}
+	require.GreaterOrEqual(t, id, int32(0))
+	require.LessOrEqual(t, keptAt, 4, "kept by the fourth sighting")
 }
