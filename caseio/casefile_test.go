@@ -373,3 +373,26 @@ func FuzzParseCase(f *testing.F) {
 		}
 	})
 }
+
+// An Arena's copies hold their bytes whatever happens to the source or to
+// the other copies: an append to one never writes over the next.
+func TestArena(t *testing.T) {
+	a := Arena{Size: 64}
+	src := []byte("0123456789")
+	var copies [][]byte
+	for i := range 20 { // several chunks
+		src[0] = byte('a' + i)
+		c := a.Copy(src)
+		require.Equal(t, src, c)
+		require.Equal(t, len(c), cap(c))
+		copies = append(copies, c)
+	}
+	_ = append(copies[0], "xyz"...)
+	for i, c := range copies {
+		assert.Equal(t, string(rune('a'+i))+"123456789", string(c))
+	}
+	big := make([]byte, 17) // over a quarter of a chunk: its own memory
+	assert.Equal(t, big, a.Copy(big))
+	assert.Nil(t, a.Copy(nil))
+	assert.Nil(t, a.Copy([]byte{}), "as append([]byte(nil)) gives")
+}

@@ -217,6 +217,7 @@ func (r blockingReader) Read(b []byte) (int, error) {
 // read takes the parent's frames: cases (in order) to serve, model replies
 // to their callers, cancel and end.
 func (w *worker) read(fr *frameReader) {
+	var lines caseio.Arena // the cases' own memory, past the next frame
 	ended := false
 	end := func() { // no more cases; cancel frames may still come
 		if !ended {
@@ -251,7 +252,7 @@ func (w *worker) read(fr *frameReader) {
 				continue
 			}
 			w.fw.casesRead.Add(1)
-			w.tasks <- wtask{line: int(binary.LittleEndian.Uint32(p)), art: binary.LittleEndian.Uint32(p[4:]), raw: append([]byte(nil), p[8:]...)}
+			w.tasks <- wtask{line: int(binary.LittleEndian.Uint32(p)), art: binary.LittleEndian.Uint32(p[4:]), raw: lines.Copy(p[8:])}
 		case frameArtifact:
 			if len(p) >= 4 {
 				w.mu.Lock()
