@@ -134,6 +134,13 @@ func workerMain(version string) int {
 	}
 	syscall.CloseOnExec(3)
 	syscall.CloseOnExec(4)
+	// Non-blocking, the pipes are read and written through Go's poller: a
+	// goroutine waiting on one parks, where a blocking read held its P in
+	// the syscall until the runtime took the P back, and kept the runtime's
+	// sysmon thread waking every 20 us while it did (most of a worker's
+	// context switches on a cheap grader).
+	syscall.SetNonblock(3, true)
+	syscall.SetNonblock(4, true)
 	in, out := os.NewFile(3, "cases"), os.NewFile(4, "results")
 	fr := newFrameReader(blockingReader{in})
 	typ, payload, err := fr.next()
