@@ -39,8 +39,7 @@ type jsonParser struct {
 	src  []byte
 	i    int
 	out  []byte
-	skip bool  // validate only: out stays empty but for escaped strings, cut back
-	err  error // skipEscaped's result
+	skip bool // validate only: out stays empty but for escaped strings, cut back
 }
 
 func (p *jsonParser) errorf(format string, args ...any) error {
@@ -256,8 +255,10 @@ func (p *jsonParser) string() error {
 		p.out = append(p.out, s...)
 		return nil
 	}
-	if p.skip && ascii && p.skipEscaped(end) {
-		return p.err
+	if p.skip && ascii {
+		if done, err := p.skipEscaped(end); done {
+			return err
+		}
 	}
 	// Escapes: decoded straight into the output, behind a one-byte length
 	// that is widened at the end if the string turns out longer.
@@ -340,16 +341,15 @@ func (p *jsonParser) string() error {
 // without decoding it, for a parser that only validates: while its plain
 // runs are ASCII, the decoded text is valid WTF-8 whatever the escapes, so
 // there is nothing to check it for (and nothing to allocate; a model's text
-// with a newline in it is most strings). It reports errors as the decoding
-// loop does, in p.err, and returns true when it reached the string's end or
-// an error; false, p.i unchanged, at a run that is not ASCII: the caller
-// decodes the string then.
-func (p *jsonParser) skipEscaped(i int) bool {
+// with a newline in it is most strings). done is true when it reached the
+// string's end or an error, which it reports as the decoding loop does;
+// false, p.i unchanged, at a run that is not ASCII: the caller decodes the
+// string then.
+func (p *jsonParser) skipEscaped(i int) (done bool, err error) {
 	src, from := p.src, p.i
-	fail := func(at int, format string, args ...any) bool {
+	fail := func(at int, format string, args ...any) (bool, error) {
 		p.i = at
-		p.err = p.errorf(format, args...)
-		return true
+		return true, p.errorf(format, args...)
 	}
 	for {
 		if i >= len(src) {
@@ -358,15 +358,15 @@ func (p *jsonParser) skipEscaped(i int) bool {
 		c := src[i]
 		switch {
 		case c == '"':
-			p.i, p.err = i+1, nil
-			return true
+			p.i = i + 1
+			return true, nil
 		case c < 0x20:
 			return fail(i, "control character %q in string", c)
 		case c != '\\':
 			e, ascii := plainEnd(src, i)
 			if !ascii {
 				p.i = from
-				return false
+				return false, nil
 			}
 			i = e
 			continue
