@@ -206,15 +206,21 @@ func (s *idSet) add(id string, line int) (prev int, dup bool) {
 	if 2*(s.n+1) > len(s.slots) {
 		s.grow()
 	}
+	sl := s.slot(h)
+	if sl.hash == h {
+		return sl.line, true
+	}
+	*sl = idSlot{hash: h, line: line}
+	s.n++
+	return 0, false
+}
+
+// slot is h's slot, or the free one where it goes.
+func (s *idSet) slot(h uint64) *idSlot {
 	mask := uint64(len(s.slots) - 1)
 	for i := h & mask; ; i = (i + 1) & mask {
-		switch sl := &s.slots[i]; sl.hash {
-		case h:
-			return sl.line, true
-		case 0:
-			*sl = idSlot{hash: h, line: line}
-			s.n++
-			return 0, false
+		if sl := &s.slots[i]; sl.hash == h || sl.hash == 0 {
+			return sl
 		}
 	}
 }
@@ -222,16 +228,10 @@ func (s *idSet) add(id string, line int) (prev int, dup bool) {
 func (s *idSet) grow() {
 	old := s.slots
 	s.slots = make([]idSlot, 2*len(old))
-	mask := uint64(len(s.slots) - 1)
 	for _, sl := range old {
-		if sl.hash == 0 {
-			continue
+		if sl.hash != 0 {
+			*s.slot(sl.hash) = sl
 		}
-		i := sl.hash & mask
-		for s.slots[i].hash != 0 {
-			i = (i + 1) & mask
-		}
-		s.slots[i] = sl
 	}
 }
 
