@@ -203,11 +203,12 @@ func workerMain(version string) int {
 
 const exitOK = 0
 
-// blockingReader reads the parent's pipe even after a metric made its
-// descriptor non-blocking (os.set_blocking on every fd): a read that fails
-// with EAGAIN makes it blocking again and goes on. Bytes the metric took
-// meanwhile show as a bad frame; whole frames it took, in the parent's ping
-// check (Pool.ping).
+// blockingReader reads the parent's pipe where Go's poller could not take
+// the non-blocking descriptor (os.NewFile keeps it out of the poller when
+// registering fails): a read that fails with EAGAIN makes it blocking and
+// goes on. In the poller a read never fails so, whatever a metric does to
+// the descriptor (os.set_blocking on every fd). Bytes a metric took show as
+// a bad frame; whole frames it took, in the parent's ping check (Pool.ping).
 type blockingReader struct{ f *os.File }
 
 func (r blockingReader) Read(b []byte) (int, error) {
