@@ -36,6 +36,54 @@ func (e *LineError) Error() string { return fmt.Sprintf("line %d: %s", e.Line, e
 // they are sub-slices of line, so line must not be reused while the Case
 // is (Reader gives each line memory of its own).
 func ParseCase(line []byte, lineNo int) (engine.Case, error) {
+	return parseCase(line, lineNo, nil)
+}
+
+// Transcoder parses case lines as ParseCase does, transcoding the values
+// Python is handed (input, output, expected) in the same pass: its Cases
+// hold them as *cpython.Encoded, which the engine copies into a batch
+// without reading the JSON again (a worker's cases). Their memory is shared
+// in chunks, as Arena's; a Case's values stay valid while the Case is held.
+// Not safe for concurrent use.
+type Transcoder struct {
+	out  []byte            // encodings, a chunk at a time
+	vals []cpython.Encoded // what a Case's values point at, a chunk at a time
+}
+
+// ParseCase is ParseCase's Case, with Input, Output and Expected (when not
+// null) transcoded. Its errors are ParseCase's.
+func (t *Transcoder) ParseCase(line []byte, lineNo int) (engine.Case, error) {
+	return parseCase(line, lineNo, t)
+}
+
+// transcoded names the members a Transcoder transcodes.
+func transcoded(key string) bool { return key == "input" || key == "output" || key == "expected" }
+
+// split is SplitObject, transcoding into t's chunk when t is set.
+func (t *Transcoder) split(line []byte, members []cpython.Member) ([]cpython.Member, error) {
+	if t == nil {
+		return cpython.SplitObject(line, members)
+	}
+	if cap(t.out)-len(t.out) < 2*len(line) {
+		// An encoding is seldom longer than its text; a longer one only
+		// grows (copies) the chunk, whose earlier values keep the old one.
+		t.out = make([]byte, 0, max(64<<10, 2*len(line)))
+	}
+	members, out, err := cpython.SplitObjectEncoding(line, members, t.out, transcoded)
+	t.out = out
+	return members, err
+}
+
+// value is where a Case holds m's encoding.
+func (t *Transcoder) value(m cpython.Member) *cpython.Encoded {
+	if len(t.vals) == cap(t.vals) {
+		t.vals = make([]cpython.Encoded, 0, 768)
+	}
+	t.vals = append(t.vals, m.Encoded)
+	return &t.vals[len(t.vals)-1]
+}
+
+func parseCase(line []byte, lineNo int, t *Transcoder) (engine.Case, error) {
 	var c engine.Case
 	hasID := false // else the id is the line number, made only then
 	fail := func(format string, args ...any) (engine.Case, error) {
@@ -44,17 +92,22 @@ func ParseCase(line []byte, lineNo int) (engine.Case, error) {
 		}
 		return c, &LineError{Line: lineNo, Msg: fmt.Sprintf(format, args...)}
 	}
-	if !utf8.Valid(line) {
-		return fail("not valid UTF-8")
-	}
+	// Only a line that fails can be other than UTF-8: SplitObject accepts
+	// none (its strings are checked, and nothing else may be non-ASCII).
 	if kind := jsonKind(line); kind != "an object" {
+		if !utf8.Valid(line) {
+			return fail("not valid UTF-8")
+		}
 		if _, err := cpython.AppendJSON(nil, line); err != nil {
 			return fail("%v", err)
 		}
 		return fail("a case must be a JSON object, got %s", kind)
 	}
 	var buf [5]cpython.Member
-	members, err := cpython.SplitObject(line, buf[:0])
+	members, err := t.split(line, buf[:0])
+	if err != nil && !utf8.Valid(line) {
+		return fail("not valid UTF-8")
+	}
 	if err != nil {
 		// Not JSON, but its result still carries the id when one can be
 		// read before the line breaks off, so that fixing the line and
@@ -81,15 +134,16 @@ func ParseCase(line []byte, lineNo int) (engine.Case, error) {
 		c.ID, hasID = strconv.Itoa(lineNo), true
 	}
 	var input, output, expected, observation json.RawMessage
-	for _, m := range members {
+	var inputAt, outputAt, expectedAt int // their members, for a Transcoder
+	for i, m := range members {
 		switch m.Key {
 		case "id":
 		case "input":
-			input = m.Value
+			input, inputAt = m.Value, i
 		case "output":
-			output = m.Value
+			output, outputAt = m.Value, i
 		case "expected":
-			expected = m.Value
+			expected, expectedAt = m.Value, i
 		case "observation":
 			observation = m.Value
 		default:
@@ -102,16 +156,23 @@ func ParseCase(line []byte, lineNo int) (engine.Case, error) {
 	if jsonKind(input) != "an object" {
 		return fail(`"input" must be an object of input fields, got %s`, jsonKind(input))
 	}
-	c.Input = input
 	if output == nil {
 		return fail(`"output" is missing`)
 	}
-	c.Output = output
-	if expected != nil && jsonKind(expected) != "null" {
-		if jsonKind(expected) != "an object" {
-			return fail(`"expected" must be an object of output columns or null, got %s`, jsonKind(expected))
+	hasExpected := expected != nil && jsonKind(expected) != "null"
+	if hasExpected && jsonKind(expected) != "an object" {
+		return fail(`"expected" must be an object of output columns or null, got %s`, jsonKind(expected))
+	}
+	if t != nil {
+		c.Input, c.Output = t.value(members[inputAt]), t.value(members[outputAt])
+		if hasExpected {
+			c.Expected = t.value(members[expectedAt])
 		}
-		c.Expected = expected
+	} else {
+		c.Input, c.Output = input, output
+		if hasExpected {
+			c.Expected = expected
+		}
 	}
 	if observation != nil && jsonKind(observation) != "null" {
 		o, msg := parseObservation(observation)

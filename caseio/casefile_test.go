@@ -9,7 +9,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
+	"github.com/skynetml/skynet/cpython"
 	"github.com/skynetml/skynet/engine"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -342,7 +344,8 @@ func TestCaseObservationErrors(t *testing.T) {
 }
 
 // FuzzParseCase: any line gives an engine.Case or a *LineError naming its line,
-// never a panic.
+// never a panic; a line it takes is UTF-8; a Transcoder reads every line as
+// ParseCase does, its values encoded as the engine encodes ParseCase's.
 func FuzzParseCase(f *testing.F) {
 	for _, s := range []string{
 		`{"id": "t1", "input": {"message": "hi"}, "output": "billing", "expected": {"label": "billing"}}`,
@@ -354,8 +357,11 @@ func FuzzParseCase(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
+	var tc Transcoder
 	f.Fuzz(func(t *testing.T, line []byte) {
 		c, err := ParseCase(line, 3)
+		tcCase, tcErr := tc.ParseCase(line, 3)
+		requireSameCase(t, c, err, tcCase, tcErr)
 		if err != nil {
 			var le *LineError
 			require.True(t, errors.As(err, &le), "%v", err)
@@ -364,6 +370,7 @@ func FuzzParseCase(f *testing.F) {
 			return
 		}
 		require.NotNil(t, c.Input)
+		require.True(t, utf8.Valid(line), "%q", line)
 		// A string id reads as encoding/json reads it, escaped or not.
 		var withID struct{ ID json.RawMessage }
 		if json.Unmarshal(line, &withID) == nil && len(withID.ID) > 0 && withID.ID[0] == '"' {
@@ -395,4 +402,87 @@ func TestArena(t *testing.T) {
 	assert.Equal(t, big, a.Copy(big))
 	assert.Nil(t, a.Copy(nil))
 	assert.Nil(t, a.Copy([]byte{}), "as append([]byte(nil)) gives")
+}
+
+// requireSameCase: a Transcoder's Case (tc) is ParseCase's (pc), but for its
+// values, which are encoded as the engine encodes ParseCase's JSON texts.
+func requireSameCase(t *testing.T, pc engine.Case, pErr error, tc engine.Case, tErr error) {
+	t.Helper()
+	if pErr != nil {
+		require.Error(t, tErr)
+		require.Equal(t, pErr.Error(), tErr.Error())
+		require.Equal(t, pc.ID, tc.ID)
+		return
+	}
+	require.NoError(t, tErr)
+	require.Equal(t, pc.ID, tc.ID)
+	require.Equal(t, pc.Observation, tc.Observation)
+	for i, v := range []any{pc.Input, pc.Output, pc.Expected} {
+		w := []any{tc.Input, tc.Output, tc.Expected}[i]
+		if v == nil {
+			require.Nil(t, w, "value %d", i)
+			continue
+		}
+		want, err := cpython.AppendJSON(nil, v.(json.RawMessage))
+		require.NoError(t, err)
+		enc, ok := w.(*cpython.Encoded)
+		require.True(t, ok, "value %d is %T", i, w)
+		got, err := cpython.AppendValue(nil, enc)
+		require.NoError(t, err)
+		require.Equal(t, want, got, "value %d", i)
+	}
+}
+
+// A Transcoder reads lines as ParseCase does, good and bad, and each Case's
+// values stay its own while later lines are read into the same chunk.
+func TestTranscoder(t *testing.T) {
+	lines := []string{
+		`{"id": "t1", "input": {"message": "hi"}, "output": "billing", "expected": {"label": "billing"}}`,
+		`{"input": {"q": "a\nb \u00e9 \ud83d\ude00"}, "output": "line\none", "expected": null, "observation": {"run_ms": 12}}`,
+		`{"id": 7, "input": {"x": [1, 2.5, -3e10, true, null, {"k": "\ud800"}]}, "output": [1, {"a": "v"}]}`,
+		`{"id": "a", "input": {}, "output": 1, "expected": {"answer": "72", "answers": ["72", "seventy-two"]}}`,
+		`{"input": [], "output": 1}`, `[1]`, `{"input": {}`, "\xff", `{"id": {}, "input": {}, "output": 1}`,
+		`{"id": "x", "input": {}, "output": "\xed\xa0\x80\n"}`,                // a raw surrogate (not UTF-8) beside an escape
+		`{"id": "y", "input": {"q": "caf\xc3\xa9 \u00e9"}, "output": "\xc3"}`, // a cut character
+		`{"id": "z", "input": {}, "output": 1, "extra": 2}`,
+		`{"id": "w", "input": {}, "expected": 3, "output": 1}`,
+		`{"id": "v", "input": {"a": 1}, "input": {"b": 2}, "output": "last input wins"}`,
+	}
+	tc := Transcoder{}
+	var cases []engine.Case
+	var want []engine.Case
+	for round := 0; round < 300; round++ { // more than a chunk's worth of values
+		for i, l := range lines {
+			line := []byte(l)
+			if strings.Contains(l, `\x`) {
+				line = []byte(mustUnquote(t, l))
+			}
+			pc, pErr := ParseCase(line, i+1)
+			c, err := tc.ParseCase(line, i+1)
+			requireSameCase(t, pc, pErr, c, err)
+			if err == nil {
+				cases, want = append(cases, c), append(want, pc)
+			}
+		}
+	}
+	for i := range cases {
+		requireSameCase(t, want[i], nil, cases[i], nil)
+	}
+}
+
+// mustUnquote turns a test line's \xNN into the byte.
+func mustUnquote(t *testing.T, s string) string {
+	t.Helper()
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) && s[i+1] == 'x' {
+			v, err := strconv.ParseUint(s[i+2:i+4], 16, 8)
+			require.NoError(t, err)
+			b.WriteByte(byte(v))
+			i += 3
+			continue
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
 }

@@ -251,7 +251,7 @@ type ArgCache struct {
 	ids      map[string]int32       // encoded value -> id
 	json     map[uint64]jsonMemo    // hash of a JSON text -> the text, its encoding and id
 	inJSON   *[jsonBits / 64]uint64 // a bit per hash that json may hold: a text never kept skips the map
-	seen     *[seenSlots]uint64     // hashes of values and JSON texts seen once (sawBefore)
+	seen     *[seenSlots]uint64     // hashes seen once (sawBefore); AppendEncoded also marks kept ones
 	seed     maphash.Seed
 	bytes    int
 	maxBytes int
@@ -267,7 +267,10 @@ type jsonMemo struct {
 // slot, the newest sighting winning its slot. A slot lost to another value
 // only delays a value's admission; a hash match of two values only admits
 // one a sighting early.
-const seenSlots = 1 << 16
+const (
+	seenBits  = 16
+	seenSlots = 1 << seenBits
+)
 
 // jsonBits sizes inJSON (128 KiB): the map is looked in only for a hash
 // whose bit is set, so most texts (each case's own, never kept) cost a bit
@@ -383,6 +386,43 @@ func (a *ArgCache) AppendJSON(dst, text []byte) ([]byte, int32, error) {
 		a.bytes += len(text) + len(enc)
 	}
 	return dst, id, nil
+}
+
+// AppendEncoded appends a value already transcoded (SplitObjectEncoding)
+// and returns its id in the cache, -1 when it is not cached: AppendJSON
+// for a value read once, with the same admission (the second sighting).
+// Its first-sight slot also marks a kept value (the hash with its low bit
+// set), so a value costs one slot, one cache line, to look up: the ids map
+// is read only for a value so marked, and says exactly which it is.
+func (a *ArgCache) AppendEncoded(dst []byte, v *Encoded) ([]byte, int32) {
+	enc := v.b
+	dst = append(dst, enc...)
+	h := maphash.Bytes(a.seed, enc) &^ 1
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	slot := &a.seen[h>>(64-seenBits)]
+	switch *slot {
+	case h | 1:
+		if id, ok := a.ids[string(enc)]; ok {
+			return dst, id
+		}
+		return dst, -1 // another value with the same hash
+	case h:
+		id, ok := a.ids[string(enc)]
+		if !ok {
+			if a.bytes+len(enc) > a.maxBytes || len(a.ids) >= math.MaxInt32 {
+				*slot = 0
+				return dst, -1
+			}
+			id = int32(len(a.ids))
+			a.ids[string(enc)] = id
+			a.bytes += len(enc)
+		}
+		*slot = h | 1
+		return dst, id
+	}
+	*slot = h
+	return dst, -1
 }
 
 // Close drops the cached objects (taking the GIL). Idempotent; not while a

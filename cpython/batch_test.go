@@ -226,3 +226,46 @@ func TestArgCacheJSON(t *testing.T) {
 	require.GreaterOrEqual(t, id, int32(0))
 	require.LessOrEqual(t, keptAt, 4, "kept by the fourth sighting")
 }
+
+// A value transcoded where it was read (AppendEncoded) is kept as the same
+// text given as JSON is, under the same id whichever way it comes, and is
+// copied as it is.
+func TestArgCacheEncoded(t *testing.T) {
+	cache, err := NewArgCache(1 << 20)
+	require.NoError(t, err)
+	defer cache.Close()
+	line := []byte(`{"expected": {"answer": "72", "answers": ["72", "seventy-two"]}}`)
+	encodedOf := func(line []byte) *Encoded {
+		members, _, err := SplitObjectEncoding(line, nil, nil, func(string) bool { return true })
+		require.NoError(t, err)
+		return &members[0].Encoded
+	}
+	want, err := AppendJSON(nil, []byte(`{"answer": "72", "answers": ["72", "seventy-two"]}`))
+	require.NoError(t, err)
+	id := int32(-1)
+	for sighting := 1; sighting <= 6; sighting++ {
+		for i := range 200 { // one-off values between the sightings
+			other := encodedOf([]byte(`{"v": {"q": "` + strings.Repeat("x", i%7) + string(rune('a'+sighting)) + `", "n": ` + strconv.Itoa(i) + `}}`))
+			_, oid := cache.AppendEncoded(nil, other)
+			require.Equal(t, int32(-1), oid, "a value seen once is not kept")
+		}
+		enc, got := cache.AppendEncoded([]byte("prefix"), encodedOf(line))
+		require.Equal(t, append([]byte("prefix"), want...), enc, "sighting %d", sighting)
+		switch {
+		case sighting == 1:
+			require.Equal(t, int32(-1), got, "first sighting")
+		case id >= 0:
+			require.Equal(t, id, got, "sighting %d", sighting)
+		case got >= 0:
+			id = got
+		}
+	}
+	require.GreaterOrEqual(t, id, int32(0), "kept")
+	// The same value as JSON text is the same cached object.
+	var jid int32 = -1
+	for range 4 {
+		_, jid, err = cache.AppendJSON(nil, []byte(`{"answer": "72", "answers": ["72", "seventy-two"]}`))
+		require.NoError(t, err)
+	}
+	require.Equal(t, id, jid)
+}

@@ -142,8 +142,8 @@ func (e *Encoder) reset() { e.buf = e.buf[:0] }
 
 // Value appends a Go value: nil, bool, integers, floats, string, []byte,
 // []any, Tuple, map[string]any (keys sorted), *Dict, json.RawMessage (JSON
-// text, key order kept), json.Number, *big.Int, and slices and string-keyed
-// maps of these.
+// text, key order kept), *Encoded (JSON already transcoded), json.Number,
+// *big.Int, and slices and string-keyed maps of these.
 func (e *Encoder) Value(v any) error {
 	return e.value(v, 0)
 }
@@ -268,6 +268,11 @@ func (e *Encoder) value(v any, depth int) error {
 		}
 	case json.RawMessage:
 		return e.rawJSON(x)
+	case *Encoded:
+		if x == nil || x.IsZero() {
+			return errors.New("an empty cpython.Encoded")
+		}
+		e.buf = append(e.buf, x.b...)
 	case json.Number:
 		return e.number(string(x))
 	case *big.Int:

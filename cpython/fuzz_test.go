@@ -3,6 +3,7 @@ package cpython
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -40,8 +41,9 @@ func FuzzAppendJSON(f *testing.F) {
 }
 
 // FuzzSplitObject: SplitObject, which only validates, accepts exactly the
-// objects the transcoder accepts, and names every key as encoding/json
-// reads it.
+// objects the transcoder accepts, only UTF-8, and names every key as
+// encoding/json reads it; SplitObjectEncoding finds the same members, or
+// the same error, and encodes each value as AppendJSON does.
 func FuzzSplitObject(f *testing.F) {
 	for _, s := range jsonSeeds {
 		f.Add([]byte(s))
@@ -51,6 +53,27 @@ func FuzzSplitObject(f *testing.F) {
 		members, err := SplitObject(src, nil)
 		_, full := AppendJSON(nil, src)
 		isObject := len(bytes.TrimLeft(src, " \t\r\n")) > 0 && bytes.TrimLeft(src, " \t\r\n")[0] == '{'
+		encoded, out, encErr := SplitObjectEncoding(src, nil, []byte("kept"), func(key string) bool { return len(key)%2 == 0 })
+		require.Equal(t, fmt.Sprint(err), fmt.Sprint(encErr), "%q", src)
+		require.Equal(t, "kept", string(out[:4]), "what out held is kept")
+		if err == nil {
+			require.True(t, utf8.Valid(src), "SplitObject accepted a text that is not UTF-8: %q", src)
+			require.Len(t, encoded, len(members))
+			for i, m := range encoded {
+				require.Equal(t, members[i].Key, m.Key)
+				require.Equal(t, members[i].Value, m.Value)
+				if len(m.Key)%2 != 0 {
+					require.True(t, m.Encoded.IsZero())
+					continue
+				}
+				want, werr := AppendJSON(nil, m.Value)
+				require.NoError(t, werr)
+				require.Equal(t, want, m.Encoded.b, "member %q of %q", m.Key, src)
+			}
+		}
+		if full == nil {
+			require.True(t, utf8.Valid(src), "AppendJSON accepted a text that is not UTF-8: %q", src)
+		}
 		if err == nil {
 			require.NoError(t, full, "SplitObject accepted what AppendJSON refuses: %q", src)
 			var keys []string

@@ -11,6 +11,8 @@ import (
 // AppendJSON transcodes one JSON text straight into the value buffer, keeping
 // object key order and building what Python's json.loads builds (ints stay
 // ints, "\ud800" stays a lone surrogate), without an intermediate Go tree.
+// The text must be valid UTF-8, in every string alike: a lone surrogate
+// comes only from a \u escape.
 func AppendJSON(dst, src []byte) ([]byte, error) {
 	p := jsonParser{src: src, out: dst}
 	p.space()
@@ -261,7 +263,10 @@ func (p *jsonParser) string() error {
 		}
 	}
 	// Escapes: decoded straight into the output, behind a one-byte length
-	// that is widened at the end if the string turns out longer.
+	// that is widened at the end if the string turns out longer. The runs
+	// between escapes must be UTF-8 as they are (a run ends at an ASCII
+	// byte, so no character is cut); only a \u escape makes a surrogate.
+	badText := !ascii && !utf8.Valid(p.src[start:end])
 	mark := len(p.out)
 	p.out = append(p.out, 0)
 	p.out = append(p.out, p.src[start:end]...)
@@ -274,10 +279,10 @@ func (p *jsonParser) string() error {
 		switch {
 		case c == '"':
 			p.i++
-			s := p.out[mark+1:]
-			if !utf8.Valid(s) && !validWTF8(s) {
+			if badText {
 				return &jsonError{offset: start, msg: "string is not valid UTF-8"}
 			}
+			s := p.out[mark+1:]
 			if p.skip {
 				p.out = p.out[:mark]
 				return nil
@@ -293,7 +298,8 @@ func (p *jsonParser) string() error {
 		case c < 0x20:
 			return p.errorf("control character %q in string", c)
 		case c != '\\':
-			e, _ := plainEnd(p.src, p.i)
+			e, runASCII := plainEnd(p.src, p.i)
+			badText = badText || !runASCII && !utf8.Valid(p.src[p.i:e])
 			p.out = append(p.out, p.src[p.i:e]...)
 			p.i = e
 			continue
@@ -454,36 +460,42 @@ func appendWTF8(b []byte, r rune) []byte {
 	return utf8.AppendRune(b, r)
 }
 
-// validWTF8 is utf8.Valid that also accepts encoded surrogates.
-func validWTF8(b []byte) bool {
-	for len(b) > 0 {
-		if b[0] == 0xED && len(b) >= 3 && b[1] >= 0xA0 && b[1] <= 0xBF && b[2]&0xC0 == 0x80 {
-			b = b[3:]
-			continue
-		}
-		r, n := utf8.DecodeRune(b)
-		if r == utf8.RuneError && n <= 1 {
-			return false
-		}
-		b = b[n:]
-	}
-	return true
-}
-
 // Member is one key of a JSON object and the raw text of its value.
 type Member struct {
 	Key   string // the member's name, unescaped
 	Value []byte // a sub-slice of the input
+	// Encoded is the value transcoded (SplitObjectEncoding), or the zero
+	// Encoded for a member that was not.
+	Encoded Encoded
 }
+
+// Encoded is one JSON value transcoded as AppendJSON transcodes it: a batch
+// copies it as it is. Only this package makes one, so it always holds one
+// whole value.
+type Encoded struct{ b []byte }
+
+// IsZero reports whether e holds no value (a member not transcoded).
+func (e Encoded) IsZero() bool { return len(e.b) == 0 }
 
 // SplitObject validates a JSON object and returns its members in order,
 // without building any value: the raw texts can be transcoded later (or
-// never). It is how a case-file line is read without a map per line.
+// never). It is how a case-file line is read without a map per line. What
+// it accepts is UTF-8: outside strings JSON is ASCII, and strings are checked.
 func SplitObject(src []byte, members []Member) ([]Member, error) {
+	members, _, err := SplitObjectEncoding(src, members, nil, nil)
+	return members, err
+}
+
+// SplitObjectEncoding is SplitObject that also transcodes, in the same pass,
+// the value of each member whose key encode names, appending it to out (the
+// returned slice: keep it, and do not write over what the Encodeds hold).
+// Its errors are SplitObject's, at the same offsets: a line is read once
+// whether its values are wanted now or later.
+func SplitObjectEncoding(src []byte, members []Member, out []byte, encode func(key string) bool) ([]Member, []byte, error) {
 	p := jsonParser{src: src, skip: true}
 	p.space()
 	if p.i >= len(p.src) || p.src[p.i] != '{' {
-		return members, p.errorf("expected a JSON object")
+		return members, out, p.errorf("expected a JSON object")
 	}
 	p.i++
 	p.space()
@@ -492,7 +504,7 @@ func SplitObject(src []byte, members []Member) ([]Member, error) {
 	} else {
 		for {
 			if p.i >= len(p.src) || p.src[p.i] != '"' {
-				return members, p.errorf("expected a string key")
+				return members, out, p.errorf("expected a string key")
 			}
 			var key []byte
 			if end, ascii := plainEnd(src, p.i+1); ascii && end < len(src) && src[end] == '"' {
@@ -502,7 +514,7 @@ func SplitObject(src []byte, members []Member) ([]Member, error) {
 				err := p.string()
 				p.skip = true
 				if err != nil {
-					return members, err
+					return members, out, err
 				}
 				key = p.out
 				if n, k := binary.Uvarint(key); k > 0 && int(n) == len(key)-k {
@@ -511,7 +523,7 @@ func SplitObject(src []byte, members []Member) ([]Member, error) {
 			}
 			p.space()
 			if p.i >= len(p.src) || p.src[p.i] != ':' {
-				return members, p.errorf("expected ':' after an object key")
+				return members, out, p.errorf("expected ':' after an object key")
 			}
 			p.i++
 			p.space()
@@ -529,14 +541,32 @@ func SplitObject(src []byte, members []Member) ([]Member, error) {
 			default:
 				keyStr = string(key)
 			}
-			p.out = p.out[:0]
-			if err := p.value(1); err != nil {
-				return members, err
+			m := Member{Key: keyStr}
+			if encode != nil && encode(keyStr) {
+				// Transcoded into out as it is validated; the parser's
+				// own scratch (escaped keys, skipped strings) set aside.
+				// A value made before out grew keeps the old array,
+				// which still holds it.
+				scratch := p.out
+				p.out, p.skip = out, false
+				from := len(out)
+				err := p.value(1)
+				out, p.out, p.skip = p.out, scratch[:0], true
+				if err != nil {
+					return members, out, err
+				}
+				m.Encoded = Encoded{b: out[from:len(out):len(out)]}
+			} else {
+				p.out = p.out[:0]
+				if err := p.value(1); err != nil {
+					return members, out, err
+				}
 			}
-			members = append(members, Member{Key: keyStr, Value: src[start:p.i]})
+			m.Value = src[start:p.i]
+			members = append(members, m)
 			p.space()
 			if p.i >= len(p.src) {
-				return members, p.errorf("unexpected end of input, expected ',' or '}'")
+				return members, out, p.errorf("unexpected end of input, expected ',' or '}'")
 			}
 			if p.src[p.i] == ',' {
 				p.i++
@@ -547,12 +577,12 @@ func SplitObject(src []byte, members []Member) ([]Member, error) {
 				p.i++
 				break
 			}
-			return members, p.errorf("unexpected %s, expected ',' or '}'", p.char())
+			return members, out, p.errorf("unexpected %s, expected ',' or '}'", p.char())
 		}
 	}
 	p.space()
 	if p.i != len(p.src) {
-		return members, p.errorf("unexpected %s after the JSON object", p.char())
+		return members, out, p.errorf("unexpected %s after the JSON object", p.char())
 	}
-	return members, nil
+	return members, out, nil
 }

@@ -13,7 +13,8 @@ type Case struct {
 	// file's "id", or the line number when there is none.
 	ID string
 	// Input is a dict: map[string]any, a json.RawMessage holding a JSON object
-	// (key order kept), or a *cpython.Dict.
+	// (key order kept), or a *cpython.Dict. Any of the three may also be a
+	// *cpython.Encoded (caseio.Transcoder's: JSON transcoded as it was read).
 	Input any
 	// Output is any value: whatever run(artifact, input) returned.
 	Output any

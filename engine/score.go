@@ -64,7 +64,14 @@ func (e *Engine) appendArg(a *cpython.BatchArgs, v any, memo *jsonMemo, arg int)
 	start := len(a.Buf)
 	id := int32(-1)
 	var err error
-	if raw, ok := v.(json.RawMessage); ok && arg == argOutput {
+	if enc, ok := v.(*cpython.Encoded); ok && enc != nil && !enc.IsZero() {
+		// Transcoded where the case was read (a worker's case lines).
+		if arg == argOutput {
+			a.Buf, err = cpython.AppendValue(a.Buf, enc)
+		} else {
+			a.Buf, id = e.cache.AppendEncoded(a.Buf, enc)
+		}
+	} else if raw, ok := v.(json.RawMessage); ok && arg == argOutput {
 		// Outputs are a model's text, nearly never the same twice: looking
 		// one up costs more (hashing it twice, copying it) than decoding it
 		// again in C, so it is transcoded straight into the batch.

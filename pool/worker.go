@@ -392,13 +392,19 @@ func (w *worker) serve(e *engine.Engine) {
 	wg.Wait()
 }
 
+// transcoders read the chunks' case lines, one a chunk at a time: a line's
+// values are transcoded as it is parsed, once.
+var transcoders = sync.Pool{New: func() any { return new(caseio.Transcoder) }}
+
 // scoreChunk scores cases that share an artifact as one engine stream. Its
 // results go out as they come once the chunk before it is written (prev
 // closed), and are held until then.
 func (w *worker) scoreChunk(e *engine.Engine, chunk []wtask, prev <-chan struct{}) {
+	tc := transcoders.Get().(*caseio.Transcoder)
+	defer transcoders.Put(tc)
 	cases := func(yield func(engine.Case) bool) {
 		for _, t := range chunk {
-			c, err := caseio.ParseCase(t.raw, t.line)
+			c, err := tc.ParseCase(t.raw, t.line)
 			if err != nil {
 				c = engine.InvalidCase(c.ID, err)
 			}
