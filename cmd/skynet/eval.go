@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"iter"
 	"os"
 	"path/filepath"
 	"strings"
@@ -166,23 +167,21 @@ func refuseOverwrite(out string, inputs []inputFile) error {
 
 // datasetTasks hands the dataset's cases to the supervisor; a repeated
 // id stops the input.
-func datasetTasks(cases []engine.Case, done map[string]bool, shard shardSpec) (<-chan *pool.Task, func() error) {
-	ch := make(chan *pool.Task, 1024)
+func datasetTasks(cases []engine.Case, done map[string]bool, shard shardSpec) (iter.Seq[*pool.Task], func() error) {
 	var err error
-	go func() {
-		defer close(ch)
+	tasks := func(yield func(*pool.Task) bool) {
 		ids := newIDSet(0)
 		for i, c := range cases {
 			if prev, dup := ids.add(c.ID, i+1); dup {
 				err = &errDuplicate{id: c.ID, line: i + 1, prev: prev, what: "row"}
 				return
 			}
-			if shard.takes(c.ID) && !done[c.ID] {
-				ch <- pool.NewTask(c, i+1, true)
+			if shard.takes(c.ID) && !done[c.ID] && !yield(pool.NewTask(c, i+1, true)) {
+				return
 			}
 		}
-	}()
-	return ch, func() error { return err }
+	}
+	return tasks, func() error { return err }
 }
 
 // printResumed says what --resume kept and, since the run's own mean

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"iter"
 	"math"
 	"os"
 	"path/filepath"
@@ -250,19 +251,19 @@ func looksCSV(path string, first []byte) bool {
 	return utf8.Valid(first) && bytes.ContainsAny(first, ",\t")
 }
 
-// caseTasks reads the case file on a goroutine of its own into tasks
-// for the supervisor: a bad line gets its input error here, ids already done
-// (--resume) are passed over, and a repeated id stops the input. Once
-// tasks is closed, readErr says why the input stopped early and foreign
-// names a done id the input did not have. info, when not nil, learns what
-// the input holds (see inputInfo): a CSV file, most likely, would otherwise
-// be an input error a line and nothing more.
-func caseTasks(in io.Reader, path string, done map[string]bool, maxLine int, shard shardSpec, info *inputInfo) (tasks <-chan *pool.Task, readErr func() error, foreign func() (string, bool)) {
-	ch := make(chan *pool.Task, 1024)
+// caseTasks reads the case file as tasks are drawn (once) for the
+// supervisor: a bad line gets its input error here, ids already done
+// (--resume) are passed over, and a repeated id stops the input. It runs on
+// the pool's own feeding goroutine, so a case crosses no goroutine of
+// cmd/skynet's on its way. Once the tasks are drawn, readErr says why the
+// input stopped early and foreign names a done id the input did not have.
+// info, when not nil, learns what the input holds (see inputInfo): a CSV
+// file, most likely, would otherwise be an input error a line and nothing
+// more.
+func caseTasks(in io.Reader, path string, done map[string]bool, maxLine int, shard shardSpec, info *inputInfo) (tasks iter.Seq[*pool.Task], readErr func() error, foreign func() (string, bool)) {
 	var err error
 	resumed := map[string]bool{}
-	go func() {
-		defer close(ch)
+	tasks = func(yield func(*pool.Task) bool) {
 		cr := caseio.NewReader(in)
 		cr.MaxLineBytes = maxLine
 		hint := 0
@@ -308,11 +309,13 @@ func caseTasks(in io.Reader, path string, done map[string]bool, maxLine int, sha
 				}
 				continue
 			}
-			ch <- t
+			if !yield(t) {
+				return
+			}
 		}
-	}()
-	return ch, func() error { return err }, func() (string, bool) {
-		// The input is read (tasks closed): a done id it did not have
+	}
+	return tasks, func() error { return err }, func() (string, bool) {
+		// The input is read (tasks drawn): a done id it did not have
 		// is another dataset's.
 		for id := range done {
 			if !resumed[id] {

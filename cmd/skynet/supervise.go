@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"iter"
 	"os"
 	"os/signal"
 	"sync"
@@ -33,10 +34,10 @@ type supervisor struct {
 	stderr   io.Writer
 	bar      *progress
 
-	tasks   <-chan *pool.Task // from the case reader; closed at the end of the input
-	readErr func() error      // why the case reader stopped early, after tasks closed
-	noCases func() string     // what to say when every case was an input error
-	noInput func() string     // at the end of the input: why it held no case at all, or ""
+	tasks   iter.Seq[*pool.Task] // the case reader, drawn once
+	readErr func() error         // why the case reader stopped early, once tasks are drawn
+	noCases func() string        // what to say when every case was an input error
+	noInput func() string        // at the end of the input: why it held no case at all, or ""
 
 	out      io.Writer
 	wbuf     []byte
@@ -84,7 +85,6 @@ func (s *supervisor) run(ctx context.Context) int {
 			sigMu.Lock()
 			s.interrupted = sig
 			sigMu.Unlock()
-			s.drainInput()
 			s.st.elapsed = time.Since(s.st.start)
 			return 0
 		}
@@ -146,14 +146,6 @@ func (s *supervisor) run(ctx context.Context) int {
 	s.flush(true)
 	s.st.elapsed = time.Since(s.st.start)
 	return 0
-}
-
-// drainInput lets the case reader finish after a run that never started.
-func (s *supervisor) drainInput() {
-	go func() {
-		for range s.tasks {
-		}
-	}()
 }
 
 // write writes a task's result; a case cancelled by a signal says so.
