@@ -80,3 +80,13 @@ func BenchmarkTranscoder(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkQuickID: the parent's look at each case line, for its id.
+func BenchmarkQuickID(b *testing.B) {
+	lines := gsm8kLines(1024)
+	for i := 0; b.Loop(); i++ {
+		if _, ok := QuickID(lines[i%len(lines)], i+1); !ok {
+			b.Fatal("no id")
+		}
+	}
+}

@@ -345,58 +345,14 @@ func QuickID(line []byte, lineNo int) (id string, ok bool) {
 // plainly a whole object. value can be set while whole is false: the id
 // of a line that breaks off after it.
 func scanID(line []byte) (value []byte, whole bool) {
-	i, n := 0, len(line)
-	space := func() {
-		for i < n && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r' || line[i] == '\n') {
-			i++
-		}
-	}
-	// skip passes over one value and says whether it looked whole.
-	skip := func() bool {
-		if i >= n {
-			return false
-		}
-		switch line[i] {
-		case '"':
-			if i = stringEnd(line, i); i < 0 {
-				i = n
-				return false
-			}
-			return true
-		case '{', '[':
-			depth := 0
-			for ; i < n; i++ {
-				switch line[i] {
-				case '"':
-					if i = stringEnd(line, i); i < 0 {
-						i = n
-						return false
-					}
-					i-- // the loop steps past the closing quote
-				case '{', '[':
-					depth++
-				case '}', ']':
-					if depth--; depth == 0 {
-						i++
-						return true
-					}
-				}
-			}
-			return false
-		}
-		start := i
-		for i < n && line[i] != ',' && line[i] != '}' && line[i] != ' ' && line[i] != '\t' && line[i] != '\r' && line[i] != '\n' {
-			i++
-		}
-		return i > start
-	}
-	space()
+	n := len(line)
+	i := skipSpace(line, 0)
 	if i >= n || line[i] != '{' {
 		return nil, false
 	}
 	i++
 	for first := true; ; first = false {
-		space()
+		i = skipSpace(line, i)
 		if first && i < n && line[i] == '}' {
 			break
 		}
@@ -404,27 +360,27 @@ func scanID(line []byte) (value []byte, whole bool) {
 			return value, false
 		}
 		k := i + 1
-		if !skip() {
+		if i = stringEnd(line, i); i < 0 {
 			return value, false
 		}
 		key := line[k : i-1]
 		if bytes.IndexByte(key, '\\') >= 0 {
 			return value, false // an escaped key: leave it to ParseCase
 		}
-		space()
+		i = skipSpace(line, i)
 		if i >= n || line[i] != ':' {
 			return value, false
 		}
-		i++
-		space()
+		i = skipSpace(line, i+1)
 		v := i
-		if !skip() {
+		var ok bool
+		if i, ok = skipValue(line, i); !ok {
 			return value, false
 		}
 		if string(key) == "id" {
 			value = line[v:i]
 		}
-		space()
+		i = skipSpace(line, i)
 		if i < n && line[i] == ',' {
 			i++
 			continue
@@ -435,6 +391,54 @@ func scanID(line []byte) (value []byte, whole bool) {
 		return value, false
 	}
 	return value, true
+}
+
+// skipSpace is the offset of the first byte from i that is not JSON space.
+func skipSpace(line []byte, i int) int {
+	for i < len(line) && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r' || line[i] == '\n') {
+		i++
+	}
+	return i
+}
+
+// skipValue passes over the value at i, as scanID sees one (strings whole,
+// containers by their brackets, anything else up to a delimiter), and says
+// whether it looked whole; at the line's end when it did not.
+func skipValue(line []byte, i int) (int, bool) {
+	n := len(line)
+	if i >= n {
+		return n, false
+	}
+	switch line[i] {
+	case '"':
+		if i = stringEnd(line, i); i < 0 {
+			return n, false
+		}
+		return i, true
+	case '{', '[':
+		depth := 0
+		for ; i < n; i++ {
+			switch line[i] {
+			case '"':
+				if i = stringEnd(line, i); i < 0 {
+					return n, false
+				}
+				i-- // the loop steps past the closing quote
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return i + 1, true
+				}
+			}
+		}
+		return n, false
+	}
+	start := i
+	for i < n && line[i] != ',' && line[i] != '}' && line[i] != ' ' && line[i] != '\t' && line[i] != '\r' && line[i] != '\n' {
+		i++
+	}
+	return i, i > start
 }
 
 // stringEnd is the offset just past the JSON string whose opening quote is
