@@ -51,10 +51,12 @@ type job struct {
 	TaskModel       string `json:"task_model,omitempty"`
 	// Solo: one thread, and the parent sends one case at a time.
 	Solo bool `json:"solo,omitempty"`
+	// Batch: the worker runs under SCHED_BATCH (Options.Batch).
+	Batch bool `json:"batch,omitempty"`
 }
 
-func jobOf(o engine.Options, models *llm.Client) job {
-	j := job{Options: o}
+func jobOf(o engine.Options, models *llm.Client, batch bool) job {
+	j := job{Options: o, Batch: batch}
 	j.LLM, j.Threads = nil, max(o.Threads, 1)
 	if models != nil {
 		j.MetricModel, j.ReflectionModel, j.TaskModel = models.Model(llm.RoleMetric), models.Model(llm.RoleReflection), models.Model(llm.RoleTask)
@@ -151,6 +153,9 @@ func workerMain(version string) int {
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "skynet worker: reading its job: %v\n", err)
 		return exitLostChannel
+	}
+	if j.Batch {
+		batchSchedule() // before Python starts: its threads inherit it
 	}
 	w := &worker{fw: newFrameWriter(out), tasks: make(chan wtask, 4096), calls: map[uint64]chan modelReply{},
 		arts: newArtifacts[json.RawMessage]()}

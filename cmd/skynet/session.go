@@ -68,7 +68,8 @@ func (sv *supervisorFlags) poolOptions(cmd string, opts engine.Options, total in
 		n = min(n, total)
 	}
 	opts.Threads = sv.threads
-	po := pool.Options{Options: opts, Processes: n, Stderr: stderr, Name: "skynet " + cmd}
+	// A run for throughput but serve's, where a request's latency counts.
+	po := pool.Options{Options: opts, Processes: n, Stderr: stderr, Name: "skynet " + cmd, Batch: cmd != "serve"}
 	if sv.loadTimeout != nil {
 		po.LoadTimeout = *sv.loadTimeout
 	}

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"io"
 	"strconv"
 	"testing"
 
+	"github.com/skynetml/skynet/engine"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -30,6 +32,15 @@ func TestIDSet(t *testing.T) {
 		assert.Equal(t, 7, prev)
 		assert.Equal(t, 100_001, s.n)
 		assert.LessOrEqual(t, 2*s.n, len(s.slots), "at most half full")
+	}
+}
+
+// Runs for throughput schedule their processes as a batch job; serve,
+// whose requests wait on each case, does not.
+func TestPoolOptionsBatch(t *testing.T) {
+	sv := &supervisorFlags{processes: 1}
+	for cmd, batch := range map[string]bool{"score": true, "eval": true, "check": true, "serve": false} {
+		assert.Equal(t, batch, sv.poolOptions(cmd, engine.Options{Metric: "m.py"}, 0, io.Discard).Batch, cmd)
 	}
 }
 
