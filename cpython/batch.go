@@ -198,6 +198,34 @@ type BatchArgs struct {
 	Buf     []byte   // the argument values, encoded one after another
 	Offsets []uint64 // where each argument starts in Buf, nargs per case
 	IDs     []int32  // each argument's ArgCache id (-1: not cached); nil: none cached
+
+	pending []pendingID // ids ArgCache.Resolve has yet to look up
+}
+
+// pendingID is an argument ArgCache.AppendEncoded appended: where its id
+// goes, and what to look up.
+type pendingID struct {
+	at   int // in IDs
+	hash uint64
+	enc  []byte
+}
+
+// Reset empties args, keeping their memory.
+func (a *BatchArgs) Reset() {
+	clear(a.pending) // their values are not kept alive
+	a.Buf, a.Offsets, a.IDs, a.pending = a.Buf[:0], a.Offsets[:0], a.IDs[:0], a.pending[:0]
+}
+
+// Truncate cuts args back to their first n arguments, whose values end at
+// buf in Buf: an argument that failed, and the case's others, are dropped.
+func (a *BatchArgs) Truncate(buf, n int) {
+	a.Buf, a.Offsets, a.IDs = a.Buf[:buf], a.Offsets[:n], a.IDs[:n]
+	k := len(a.pending)
+	for k > 0 && a.pending[k-1].at >= n {
+		k--
+	}
+	clear(a.pending[k:])
+	a.pending = a.pending[:k]
 }
 
 // ScoreBatch calls fn on every pending case of b under one GIL hold, with
@@ -255,6 +283,7 @@ type ArgCache struct {
 	seed     maphash.Seed
 	bytes    int
 	maxBytes int
+	touched  uint64 // Resolve's prefetching loads, kept
 }
 
 type jsonMemo struct {
@@ -389,40 +418,63 @@ func (a *ArgCache) AppendJSON(dst, text []byte) ([]byte, int32, error) {
 }
 
 // AppendEncoded appends a value already transcoded (SplitObjectEncoding)
-// and returns its id in the cache, -1 when it is not cached: AppendJSON
-// for a value read once, with the same admission (the second sighting).
-// Its first-sight slot also marks a kept value (the hash with its low bit
-// set), so a value costs one slot, one cache line, to look up: the ids map
-// is read only for a value so marked, and says exactly which it is.
-func (a *ArgCache) AppendEncoded(dst []byte, v *Encoded) ([]byte, int32) {
-	enc := v.b
-	dst = append(dst, enc...)
-	h := maphash.Bytes(a.seed, enc) &^ 1
+// to args.Buf, for the argument whose id args.IDs takes next; Resolve looks
+// the ids up later, a batch's at once. AppendJSON's admission holds (the
+// second sighting), one first-sight slot a value: the slot also marks a
+// kept value (the hash with its low bit set), and the ids map is read only
+// for a value so marked, which it names exactly. Each slot is a cache miss
+// (Python runs between batches): a batch's misses overlap in Resolve, where
+// one at a time they cost 150 ns each.
+func (a *ArgCache) AppendEncoded(args *BatchArgs, v *Encoded) {
+	args.Buf = append(args.Buf, v.b...)
+	args.pending = append(args.pending, pendingID{at: len(args.IDs), hash: maphash.Bytes(a.seed, v.b) &^ 1, enc: v.b})
+}
+
+// Resolve sets the ids of the arguments AppendEncoded appended to args.
+func (a *ArgCache) Resolve(args *BatchArgs) {
+	if len(args.pending) == 0 {
+		return
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	var touch uint64
+	for _, p := range args.pending { // independent loads: their misses overlap
+		touch |= a.seen[p.hash>>(64-seenBits)]
+	}
+	a.touched = touch
+	for _, p := range args.pending {
+		args.IDs[p.at] = a.encodedID(p.hash, p.enc)
+	}
+	clear(args.pending)
+	args.pending = args.pending[:0]
+}
+
+// encodedID is the id of an encoding whose hash (low bit clear) is h, or
+// -1; the first-sight slot notes the sighting (see AppendEncoded).
+func (a *ArgCache) encodedID(h uint64, enc []byte) int32 {
 	slot := &a.seen[h>>(64-seenBits)]
 	switch *slot {
 	case h | 1:
 		if id, ok := a.ids[string(enc)]; ok {
-			return dst, id
+			return id
 		}
-		return dst, -1 // another value with the same hash
+		return -1 // another value with the same hash
 	case h:
 		id, ok := a.ids[string(enc)]
 		if !ok {
 			if a.bytes+len(enc) > a.maxBytes || len(a.ids) >= math.MaxInt32 {
 				*slot = 0
-				return dst, -1
+				return -1
 			}
 			id = int32(len(a.ids))
 			a.ids[string(enc)] = id
 			a.bytes += len(enc)
 		}
 		*slot = h | 1
-		return dst, id
+		return id
 	}
 	*slot = h
-	return dst, -1
+	return -1
 }
 
 // Close drops the cached objects (taking the GIL). Idempotent; not while a

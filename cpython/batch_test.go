@@ -227,9 +227,9 @@ func TestArgCacheJSON(t *testing.T) {
 	require.LessOrEqual(t, keptAt, 4, "kept by the fourth sighting")
 }
 
-// A value transcoded where it was read (AppendEncoded) is kept as the same
-// text given as JSON is, under the same id whichever way it comes, and is
-// copied as it is.
+// A value transcoded where it was read (AppendEncoded, Resolve) is kept as
+// the same text given as JSON is, under the same id whichever way it comes,
+// and is copied as it is; ids land on their own arguments, a batch at once.
 func TestArgCacheEncoded(t *testing.T) {
 	cache, err := NewArgCache(1 << 20)
 	require.NoError(t, err)
@@ -244,13 +244,26 @@ func TestArgCacheEncoded(t *testing.T) {
 	require.NoError(t, err)
 	id := int32(-1)
 	for sighting := 1; sighting <= 6; sighting++ {
-		for i := range 200 { // one-off values between the sightings
+		var args BatchArgs
+		for i := range 200 { // one-off values around the sighting, in the same batch
+			if i == 100 {
+				args.Offsets = append(args.Offsets, uint64(len(args.Buf)))
+				cache.AppendEncoded(&args, encodedOf(line))
+				args.IDs = append(args.IDs, -1)
+			}
 			other := encodedOf([]byte(`{"v": {"q": "` + strings.Repeat("x", i%7) + string(rune('a'+sighting)) + `", "n": ` + strconv.Itoa(i) + `}}`))
-			_, oid := cache.AppendEncoded(nil, other)
-			require.Equal(t, int32(-1), oid, "a value seen once is not kept")
+			args.Offsets = append(args.Offsets, uint64(len(args.Buf)))
+			cache.AppendEncoded(&args, other)
+			args.IDs = append(args.IDs, -1)
 		}
-		enc, got := cache.AppendEncoded([]byte("prefix"), encodedOf(line))
-		require.Equal(t, append([]byte("prefix"), want...), enc, "sighting %d", sighting)
+		cache.Resolve(&args)
+		require.Equal(t, want, args.Buf[args.Offsets[100]:args.Offsets[101]], "sighting %d", sighting)
+		for i, oid := range args.IDs {
+			if i != 100 {
+				require.Equal(t, int32(-1), oid, "a value seen once is not kept")
+			}
+		}
+		got := args.IDs[100]
 		switch {
 		case sighting == 1:
 			require.Equal(t, int32(-1), got, "first sighting")
@@ -268,4 +281,12 @@ func TestArgCacheEncoded(t *testing.T) {
 		require.NoError(t, err)
 	}
 	require.Equal(t, id, jid)
+
+	// A case cut back after a failed argument leaves no id pending.
+	var args BatchArgs
+	cache.AppendEncoded(&args, encodedOf(line))
+	args.Offsets, args.IDs = append(args.Offsets, 0), append(args.IDs, -1)
+	args.Truncate(0, 0)
+	require.NotPanics(t, func() { cache.Resolve(&args) })
+	require.Empty(t, args.Buf)
 }

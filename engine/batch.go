@@ -132,7 +132,7 @@ func (e *Engine) runJobs(w *worker, jobs []*scoreJob) {
 	jobs = br.jobs
 	nargs := e.nargs
 	args := &w.args
-	args.Buf, args.Offsets, args.IDs = args.Buf[:0], args.Offsets[:0], args.IDs[:0]
+	args.Reset()
 	obs := w.obs[:0]
 	for i, j := range jobs {
 		from := &j.g.p.args // the job's arguments, as its submitter encoded them

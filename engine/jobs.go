@@ -95,8 +95,7 @@ func (s *scheduler) newGroup(n int) *group {
 			case <-g.progress:
 			default:
 			}
-			a := &g.p.args
-			a.Buf, a.Offsets, a.IDs = a.Buf[:0], a.Offsets[:0], a.IDs[:0]
+			g.p.args.Reset()
 			g.whole.Store(nil)
 			g.batch, g.finished = nil, false
 			g.handoff.Store(0)

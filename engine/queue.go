@@ -14,6 +14,7 @@ import (
 func (e *Engine) submit(ctx context.Context, g *group) bool {
 	p := &g.p
 	p.group = g
+	e.cache.Resolve(&p.args) // the ids of values transcoded where they were read
 	g.seq = e.groupSeq.Add(1)
 	p.jobs, p.obs = p.jobs[:0], p.obs[:0]
 	for i := range g.jobs {

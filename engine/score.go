@@ -22,7 +22,7 @@ func (e *Engine) encodeCase(c *Case, j *scoreJob, artifact *prepared, memo *json
 	j.argAt = int32(marks)
 	err := e.encodeArgs(c, a, artifact, memo)
 	if err != nil {
-		a.Buf, a.Offsets, a.IDs = a.Buf[:mark], a.Offsets[:marks], a.IDs[:marks]
+		a.Truncate(mark, marks)
 	}
 	return err
 }
@@ -69,7 +69,7 @@ func (e *Engine) appendArg(a *cpython.BatchArgs, v any, memo *jsonMemo, arg int)
 		if arg == argOutput {
 			a.Buf, err = cpython.AppendValue(a.Buf, enc)
 		} else {
-			a.Buf, id = e.cache.AppendEncoded(a.Buf, enc)
+			e.cache.AppendEncoded(a, enc) // its id comes when the group is submitted
 		}
 	} else if raw, ok := v.(json.RawMessage); ok && arg == argOutput {
 		// Outputs are a model's text, nearly never the same twice: looking

@@ -569,3 +569,42 @@ func batchesOf(in <-chan []*Task) iter.Seq[*Task] {
 		}
 	}
 }
+
+// Inputs and references that repeat (a trainer's rollouts: several outputs
+// a prompt) reach the metric as their own values every time, whether a
+// worker decodes them afresh or reuses the object it kept: each result is
+// its case's, among values seen once, twice and many times.
+func TestRepeatedValues(t *testing.T) {
+	metric := writeFile(t, t.TempDir(), "metric.py", `
+def score(input, output, expected=None):
+    ok = expected is not None and output == input["q"] + "!" + expected["a"]
+    return float(ok), {"feedback": input["q"] + "|" + output + "|" + (expected["a"] if expected else "-")}
+`)
+	p := openPool(t, Options{Options: engine.Options{Metric: metric}, Processes: 1})
+	var cases []engine.Case
+	var want []string
+	for i := range 3000 {
+		prompt := fmt.Sprintf("p%d", i%7+(i/500)*7) // 7 prompts at a time, each many times
+		if i%11 == 0 {
+			prompt = fmt.Sprintf("once%d", i) // and some seen once
+		}
+		ref := fmt.Sprintf("r%d", i%3)
+		out := prompt + "!" + fmt.Sprintf("r%d", i%5%3)
+		line := fmt.Sprintf(`{"id": "c%d", "input": {"q": %q}, "output": %q, "expected": {"a": %q}}`, i, prompt, out, ref)
+		c, err := caseio.ParseCase([]byte(line), i+1)
+		require.NoError(t, err)
+		cases = append(cases, c)
+		want = append(want, prompt+"|"+out+"|"+ref)
+	}
+	results := collect(t, p.ScoreAll(context.Background(), seq(cases), 0))
+	require.Len(t, results, len(cases))
+	for i, r := range results {
+		require.Nil(t, r.Err, "case %d", i)
+		require.Equal(t, want[i], r.Feedback, "case %d", i)
+		wantScore := 0.0
+		if strings.HasSuffix(want[i], "|"+strings.SplitN(want[i], "!", 2)[1][:2]) {
+			wantScore = 1
+		}
+		require.Equal(t, wantScore, r.Score, "case %d: %s", i, want[i])
+	}
+}
