@@ -84,7 +84,8 @@ type Options struct {
 	// half as often and spends less CPU (gsm8k regex, 2 processes: 14,800 ->
 	// 6,500 context switches, 17% less CPU). For throughput runs (skynet
 	// score, eval); leave it off where one case's latency counts (serve).
-	// This process's threads stay so after Close.
+	// Only threads under the default policy change (a run under chrt --idle
+	// stays idle); this process's threads stay so after Close.
 	Batch bool
 }
 

@@ -7,14 +7,21 @@ import (
 	"unsafe"
 )
 
-const schedBatch = 3 // SCHED_BATCH, linux/sched.h
+// Scheduling policies, linux/sched.h.
+const (
+	schedOther = 0
+	schedBatch = 3
+	schedIdle  = 5
+)
 
-// batchSchedule puts every thread of this process under SCHED_BATCH, which
-// any process may choose for itself (its priority is unchanged): a thread
-// that wakes then waits for the running one's time slice instead of
-// preempting it. Threads made later inherit it from the thread that makes
-// them, and processes from the thread that starts them. Best effort: a
-// thread that ends meanwhile, or a sandbox that refuses, changes nothing.
+// batchSchedule puts every thread of this process that runs under the
+// default policy (SCHED_OTHER) under SCHED_BATCH, which any process may
+// choose for itself (its nice value is kept): a thread that wakes then waits
+// for the running one's time slice instead of preempting it. A policy the
+// user chose (chrt --idle for a background run, a real-time one) is left
+// as it is. Threads made later inherit the policy from the thread that
+// makes them, and processes from the thread that starts them. Best effort:
+// a thread that ends meanwhile, or a sandbox that refuses, changes nothing.
 func batchSchedule() {
 	tasks, err := os.ReadDir("/proc/self/task")
 	if err != nil {
@@ -22,8 +29,13 @@ func batchSchedule() {
 	}
 	var param struct{ priority int32 } // sched_param: 0 for SCHED_BATCH
 	for _, t := range tasks {
-		if tid, err := strconv.Atoi(t.Name()); err == nil {
-			syscall.RawSyscall(syscall.SYS_SCHED_SETSCHEDULER, uintptr(tid), schedBatch, uintptr(unsafe.Pointer(&param)))
+		tid, err := strconv.Atoi(t.Name())
+		if err != nil {
+			continue
 		}
+		if policy, _, errno := syscall.RawSyscall(syscall.SYS_SCHED_GETSCHEDULER, uintptr(tid), 0, 0); errno != 0 || policy != schedOther {
+			continue
+		}
+		syscall.RawSyscall(syscall.SYS_SCHED_SETSCHEDULER, uintptr(tid), schedBatch, uintptr(unsafe.Pointer(&param)))
 	}
 }

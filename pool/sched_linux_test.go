@@ -3,9 +3,11 @@ package pool
 import (
 	"context"
 	"os"
+	"runtime"
 	"strconv"
 	"syscall"
 	"testing"
+	"unsafe"
 
 	"github.com/skynetml/skynet/engine"
 	"github.com/stretchr/testify/require"
@@ -42,4 +44,45 @@ def score(input, output, expected=None):
 		require.Zero(t, errno)
 		require.Equal(t, uintptr(schedBatch), policy, "thread %d of this process", tid)
 	}
+}
+
+// A policy the user chose is left alone: a run started under chrt --idle
+// (a background job) stays idle, its workers too.
+func TestBatchScheduleKeepsChosenPolicy(t *testing.T) {
+	metric := writeFile(t, t.TempDir(), "metric.py", `
+import os
+
+def score(input, output, expected=None):
+    return float(os.sched_getscheduler(0)), {"feedback": "policy"}
+`)
+	// The pool starts from a locked thread set idle, as a parent run under
+	// chrt --idle would be; the thread ends with the goroutine, and its
+	// policy with it.
+	type outcome struct {
+		self   uintptr
+		worker engine.Result
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		runtime.LockOSThread()
+		var param struct{ priority int32 }
+		if _, _, errno := syscall.RawSyscall(syscall.SYS_SCHED_SETSCHEDULER, 0, schedIdle, uintptr(unsafe.Pointer(&param))); errno != 0 {
+			t.Errorf("chrt --idle: %v", errno)
+			done <- outcome{}
+			return
+		}
+		p, err := Open(Options{Options: engine.Options{Metric: metric}, Processes: 1, Batch: true})
+		if err != nil {
+			t.Errorf("Open: %v", err)
+			done <- outcome{}
+			return
+		}
+		defer p.Close()
+		self, _, _ := syscall.RawSyscall(syscall.SYS_SCHED_GETSCHEDULER, 0, 0, 0)
+		done <- outcome{self, p.Score(context.Background(), engine.Case{ID: "a", Input: map[string]any{}, Output: ""})}
+	}()
+	o := <-done
+	require.Equal(t, uintptr(schedIdle), o.self, "Open changed the idle thread")
+	require.Nil(t, o.worker.Err)
+	require.Equal(t, float64(schedIdle), o.worker.Score, "the worker's main thread")
 }
