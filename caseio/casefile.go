@@ -64,10 +64,17 @@ func (t *Transcoder) split(line []byte, members []cpython.Member) ([]cpython.Mem
 	if t == nil {
 		return cpython.SplitObject(line, members)
 	}
+	const chunk = 64 << 10
+	if 2*len(line) > chunk/4 {
+		// A long line gets memory of its own, as in an Arena: the chunk
+		// would keep it alive for all the short lines after it.
+		members, _, err := cpython.SplitObjectEncoding(line, members, make([]byte, 0, 2*len(line)), transcoded)
+		return members, err
+	}
 	if cap(t.out)-len(t.out) < 2*len(line) {
 		// An encoding is seldom longer than its text; a longer one only
 		// grows (copies) the chunk, whose earlier values keep the old one.
-		t.out = make([]byte, 0, max(64<<10, 2*len(line)))
+		t.out = make([]byte, 0, chunk)
 	}
 	members, out, err := cpython.SplitObjectEncoding(line, members, t.out, transcoded)
 	t.out = out

@@ -448,6 +448,8 @@ func TestTranscoder(t *testing.T) {
 		`{"id": "w", "input": {}, "expected": 3, "output": 1}`,
 		`{"id": "v", "input": {"a": 1}, "input": {"b": 2}, "output": "last input wins"}`,
 	}
+	// Lines long enough to get memory of their own, between the short ones.
+	lines = append(lines, `{"id": "long", "input": {"q": "`+strings.Repeat("é\\n", 5000)+`"}, "output": "`+strings.Repeat("ab\\\"", 9000)+`"}`)
 	tc := Transcoder{}
 	var cases []engine.Case
 	var want []engine.Case
