@@ -364,12 +364,21 @@ func (a *ArgCache) idLocked(value []byte) int32 {
 	if !a.sawBefore(maphash.Bytes(a.seed, value)) {
 		return -1
 	}
-	if a.bytes+len(value) > a.maxBytes || len(a.ids) >= math.MaxInt32 {
+	return a.keep(value)
+}
+
+// keep returns the id of an encoded value, admitting it when it is not
+// kept yet; -1 when the cache has no room for it.
+func (a *ArgCache) keep(enc []byte) int32 {
+	if id, ok := a.ids[string(enc)]; ok {
+		return id
+	}
+	if a.bytes+len(enc) > a.maxBytes || len(a.ids) >= math.MaxInt32 {
 		return -1
 	}
 	id := int32(len(a.ids))
-	a.ids[string(value)] = id
-	a.bytes += len(value)
+	a.ids[string(enc)] = id
+	a.bytes += len(enc)
 	return id
 }
 
@@ -400,14 +409,9 @@ func (a *ArgCache) AppendJSON(dst, text []byte) ([]byte, int32, error) {
 	enc := dst[start:]
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	id, ok := a.ids[string(enc)]
-	if !ok {
-		if a.bytes+len(enc) > a.maxBytes || len(a.ids) >= math.MaxInt32 {
-			return dst, -1, nil
-		}
-		id = int32(len(a.ids))
-		a.ids[string(enc)] = id
-		a.bytes += len(enc)
+	id := a.keep(enc)
+	if id < 0 {
+		return dst, -1, nil
 	}
 	if a.bytes+len(text)+len(enc) <= a.maxBytes {
 		a.json[h] = jsonMemo{text: string(text), enc: bytes.Clone(enc), id: id}
@@ -460,15 +464,10 @@ func (a *ArgCache) encodedID(h uint64, enc []byte) int32 {
 		}
 		return -1 // another value with the same hash
 	case h:
-		id, ok := a.ids[string(enc)]
-		if !ok {
-			if a.bytes+len(enc) > a.maxBytes || len(a.ids) >= math.MaxInt32 {
-				*slot = 0
-				return -1
-			}
-			id = int32(len(a.ids))
-			a.ids[string(enc)] = id
-			a.bytes += len(enc)
+		id := a.keep(enc)
+		if id < 0 {
+			*slot = 0
+			return -1
 		}
 		*slot = h | 1
 		return id

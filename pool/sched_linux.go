@@ -11,7 +11,6 @@ import (
 const (
 	schedOther = 0
 	schedBatch = 3
-	schedIdle  = 5
 )
 
 // batchSchedule puts every thread of this process that runs under the

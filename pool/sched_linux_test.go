@@ -13,6 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+const schedIdle = 5 // SCHED_IDLE, linux/sched.h: what chrt --idle sets
+
 // With Options.Batch, the workers' threads, the metric's own and this
 // process's run under SCHED_BATCH.
 func TestBatchSchedule(t *testing.T) {
