@@ -498,6 +498,7 @@ func (p *Pool) giveUp(why string) {
 		return
 	}
 	p.gaveUp, p.st.GaveUp = why, why
+	p.publish() // before the results it makes: a caller that has them sees why (Stats, /livez)
 	p.resolve(p.pending)
 	p.resolve(p.suspects)
 	p.pending, p.suspects = nil, nil
