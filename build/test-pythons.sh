@@ -78,7 +78,11 @@ while IFS=$'\t' read -r version python; do
     passed+=("$version")
   else
     echo "$label: FAIL ($((SECONDS - t0))s), log $log:"
-    grep -E '^(--- FAIL|FAIL|ok )|panic:' "$log" | grep -v '^ok ' | sed 's/^/    /' | head -n 20
+    # Each failing test with the lines it logged (indented under it), so
+    # that CI's output says what failed, not only which test.
+    awk '/^(--- FAIL|FAIL)|panic:/ { keep = 1; print; next }
+         /^    / && keep { print; next }
+         { keep = 0 }' "$log" | sed 's/^/    /' | head -n 60
     failed+=("$version")
   fi
 done < <(printf '%s\n' "${found[@]}" | sort -t. -k1,1n -k2,2n -k3,3n)
