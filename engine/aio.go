@@ -324,16 +324,20 @@ func (a *aioLoop) startCall(call uint64, token int, inRun bool, req llm.Request)
 // watch times out cases the loop has not ended well past their time limit:
 // the loop has stopped turning (a coroutine blocked it). The cases get their
 // timeout now; the loop is interrupted, and when that does not free it, the
-// engine reports a Wedge (a pool then replaces the process). Watchdog only.
-func (a *aioLoop) watch() {
+// engine reports a Wedge (a pool then replaces the process). It says how long
+// until a case may next be due. Watchdog only.
+func (a *aioLoop) watch() time.Duration {
 	e := a.e
 	limit := e.timeout + e.runTimeout + interruptGrace
 	now := time.Now()
+	next := notDue
 	a.mu.Lock()
 	var late []*aioCase
 	for _, c := range a.cases {
-		if now.Sub(c.start) > limit {
+		if ran := now.Sub(c.start); ran > limit {
 			late = append(late, c)
+		} else {
+			next = min(next, limit-ran)
 		}
 	}
 	turned := a.turned
@@ -343,10 +347,14 @@ func (a *aioLoop) watch() {
 		if !c.interrupted {
 			c.interrupted = true
 			go cpython.Interrupt(a.token)
+			next = min(next, interruptGrace)
 			continue
 		}
-		if now.Sub(c.start) > limit+interruptGrace {
+		if ran := now.Sub(c.start); ran > limit+interruptGrace {
 			e.noteWedge(&wedge{Wedge: Wedge{CaseID: c.j.id, Since: c.start.Add(e.timeout), HoldsGIL: true}, released: turned})
+		} else {
+			next = min(next, limit+interruptGrace-ran)
 		}
 	}
+	return next
 }

@@ -30,7 +30,7 @@ const (
 	// that do real work (difflib: 0.94x the time, faster in 27 of 40
 	// alternated pairs).
 	soloBudget     = 5 * time.Millisecond
-	watchdogTick   = 5 * time.Millisecond
+	watchdogTick   = 5 * time.Millisecond // the watchdog's shortest sleep
 	interruptGrace = 500 * time.Millisecond
 	modelCallSlack = 50 * time.Millisecond // > watchdogTick
 	// A waiting stream or an idle worker polls this long before parking: a

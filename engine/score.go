@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"iter"
-	"time"
 
 	"github.com/skynetml/skynet/cpython"
 )
@@ -203,9 +202,9 @@ func (e *Engine) stream(ctx context.Context, cases iter.Seq[Case], window int, a
 			if perJob {
 				// Each result as it comes, in order: a slow case's group
 				// takes long to finish whole.
-				tick := time.NewTicker(harvestEvery)
-				defer tick.Stop()
-				for ; k < len(g.jobs) && e.waitJob(ctx, g, k, tick.C); k++ {
+				pace := newHarvestPace()
+				defer pace.stop()
+				for ; k < len(g.jobs) && e.waitJob(ctx, g, k, pace); k++ {
 					if !yield(next, e.result(&g.jobs[k])) {
 						return false // g is still in inflight: the deferred cancel waits for it
 					}

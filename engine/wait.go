@@ -6,6 +6,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"time"
 )
 
@@ -68,7 +69,7 @@ func (e *Engine) wait(ctx context.Context, g *group) {
 // While it waits, every harvestEvery it collects the outcomes the group's
 // running batch has finished (harvest): a case done is not held behind a
 // slow case later in the same batch.
-func (e *Engine) waitJob(ctx context.Context, g *group, k int, tick <-chan time.Time) bool {
+func (e *Engine) waitJob(ctx context.Context, g *group, k int, pace *harvestPace) bool {
 	j := &g.jobs[k]
 	for !j.ready.Load() {
 		select {
@@ -77,8 +78,11 @@ func (e *Engine) waitJob(ctx context.Context, g *group, k int, tick <-chan time.
 		case <-g.progress:
 		case <-g.pendingRan():
 			e.finishRan(g, true)
-		case <-tick:
-			e.harvest(g)
+		case <-pace.t.C:
+			pace.next(e.harvest(g))
+			if hook := testHookHarvest.Load(); hook != nil {
+				(*hook)(e)
+			}
 		case <-ctx.Done():
 			return false
 		case <-e.quit:
@@ -89,15 +93,50 @@ func (e *Engine) waitJob(ctx context.Context, g *group, k int, tick <-chan time.
 }
 
 // harvestEvery is how often a stream waiting on a group collects what its
-// running batch has finished: with a caller's own flushes, a result is on
-// its way out within tens of milliseconds of its case ending.
-const harvestEvery = 10 * time.Millisecond
+// running batch has finished, while cases finish: with a caller's own
+// flushes, a result is on its way out within tens of milliseconds of its
+// case ending. After each harvest that finds nothing the wait doubles, up to
+// harvestMost: a case that runs long (a judge waiting on a model, a grader
+// that forks) then wakes the process's Go threads a dozen times a second,
+// not a hundred, and each wake-up beside a fork costs TLB shoot-downs.
+const (
+	harvestEvery = 10 * time.Millisecond
+	harvestMost  = 80 * time.Millisecond
+)
+
+// harvestPace times a waiting stream's harvests (harvestEvery).
+type harvestPace struct {
+	t     *time.Timer
+	every time.Duration
+}
+
+func newHarvestPace() *harvestPace {
+	return &harvestPace{t: time.NewTimer(harvestEvery), every: harvestEvery}
+}
+
+// next sets the next harvest after one that found n outcomes. The timer
+// has fired and been read.
+func (p *harvestPace) next(n int) {
+	if n > 0 {
+		p.every = harvestEvery
+	} else {
+		p.every = min(2*p.every, harvestMost)
+	}
+	p.t.Reset(p.every)
+}
+
+func (p *harvestPace) stop() { p.t.Stop() }
+
+// testHookHarvest, when set by a test, runs after each harvest a waiting
+// stream of an engine makes.
+var testHookHarvest atomic.Pointer[func(*Engine)]
 
 // harvest delivers the outcomes of g's jobs that their running batches
 // (the parcel's whole, or one taking jobs one by one) have finished so far,
-// while those batches go on (batchRun.harvest). Whoever delivers second
-// (the batch's own finish, runJobs) skips them: deliverSlot's first wins.
-func (s *scheduler) harvest(g *group) {
+// while those batches go on (batchRun.harvest), and says how many. Whoever
+// delivers second (the batch's own finish, runJobs) skips them:
+// deliverSlot's first wins.
+func (s *scheduler) harvest(g *group) int {
 	n := 0
 	for i := range g.jobs {
 		j := &g.jobs[i]
@@ -113,6 +152,7 @@ func (s *scheduler) harvest(g *group) {
 		}
 	}
 	g.settle(n, false) // the batches run on: see recycle
+	return n
 }
 
 // waitWhole waits up to d for every case of g to be done; false when d

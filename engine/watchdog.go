@@ -5,6 +5,8 @@ package engine
 
 import (
 	"fmt"
+	"math"
+	"sync/atomic"
 	"time"
 
 	"github.com/skynetml/skynet/cpython"
@@ -17,41 +19,68 @@ import (
 // the main thread's worker, which nothing in the process can replace, is
 // reported stuck instead (Wedged).
 func (e *Engine) watchdog() {
-	tick := time.NewTicker(watchdogTick)
-	defer tick.Stop()
+	// It wakes when something may be due, not on a fixed tick: an idle
+	// wake-up of a worker's Go threads costs a process whose metric runs long
+	// (a judge waiting on a model, a grader that forks) context switches, and
+	// a fork it lands beside costs TLB shoot-downs and copied pages.
+	t := time.NewTimer(watchdogTick)
+	defer t.Stop()
 	for {
 		select {
 		case <-e.quit:
 			return
-		case <-tick.C:
+		case <-t.C:
 		}
+		start := time.Now()
+		// A case, or a phase of one, that starts after this pass is due no
+		// sooner than the shortest limit from now.
+		next := min(e.timeout, e.runTimeout)
 		e.poolMu.Lock()
 		pool := append([]*worker(nil), e.pool...)
 		e.poolMu.Unlock()
 		for _, w := range pool {
-			e.watch(w)
+			next = min(next, e.watch(w))
 		}
 		if e.aio != nil {
-			e.aio.watch()
+			next = min(next, e.aio.watch())
 		}
-		e.reviewWedge()
+		if e.reviewWedge() {
+			next = watchdogTick // a reported wedge is looked at until it clears
+		}
+		t.Reset(max(watchdogTick, next-time.Since(start)))
+		if hook := testHookWatchdog.Load(); hook != nil {
+			(*hook)(e)
+		}
 	}
 }
 
-func (e *Engine) watch(w *worker) {
+// testHookWatchdog, when set by a test, runs after each of an engine's
+// watchdog passes.
+var testHookWatchdog atomic.Pointer[func(*Engine)]
+
+// notDue is what watch reports for a worker with nothing of its own coming
+// due: the watchdog's shortest-limit bound covers a case that starts later.
+const notDue = time.Duration(math.MaxInt64)
+
+// watch times out w's running case if it is past its limit, and says how
+// long until it next needs looking at.
+func (e *Engine) watch(w *worker) time.Duration {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	br := w.run
 	if br == nil || w.retired.Load() {
-		return
+		return notDue
 	}
 	cur, running := br.b.Current()
 	limit, kind, what := e.timeout, KindTimeout, "score"
 	if cur >= 0 && br.jobs[cur].program && br.b.Running() {
 		limit, kind, what = e.runTimeout, KindRun, "run"
 	}
-	if cur < 0 || running < limit || br.stuck == cur+1 {
-		return
+	if cur < 0 || br.stuck == cur+1 {
+		return notDue
+	}
+	if running < limit {
+		return limit - running
 	}
 	now := time.Now()
 	if br.interrupted == nil {
@@ -67,10 +96,10 @@ func (e *Engine) watch(w *worker) {
 			cpython.Interrupt(br.tokenBase + uint64(cur))
 			close(done)
 		}()
-		return
+		return interruptGrace
 	}
-	if now.Sub(br.interrupted[cur]) < interruptGrace {
-		return
+	if since := now.Sub(br.interrupted[cur]); since < interruptGrace {
+		return interruptGrace - since
 	}
 	holdsGIL := false
 	select {
@@ -89,7 +118,7 @@ func (e *Engine) watch(w *worker) {
 		br.stuck = cur + 1
 		e.noteWedge(&wedge{Wedge: Wedge{CaseID: br.jobs[cur].id, Since: br.interrupted[cur], HoldsGIL: holdsGIL},
 			w: w, br: br, cur: cur, released: br.intDone[cur]})
-		return
+		return notDue // the wedge is watched until it clears
 	}
 	if holdsGIL {
 		e.noteWedge(&wedge{Wedge: Wedge{CaseID: br.jobs[cur].id, Since: br.interrupted[cur], HoldsGIL: true},
@@ -99,6 +128,7 @@ func (e *Engine) watch(w *worker) {
 	if !e.closed.Load() {
 		e.startWorker(false)
 	}
+	return notDue
 }
 
 // Wedge says which case's call is stuck past its timeout in a way only
@@ -141,11 +171,12 @@ func (s *scheduler) noteWedge(w *wedge) {
 }
 
 // reviewWedge clears the reported wedge once it is over, or notes that the
-// main thread's stuck call let go of the GIL. Watchdog only.
-func (s *scheduler) reviewWedge() {
+// main thread's stuck call let go of the GIL; it reports whether one is
+// still reported. Watchdog only.
+func (s *scheduler) reviewWedge() bool {
 	wg := s.wedge.Load()
 	if wg == nil {
-		return
+		return false
 	}
 	released := false
 	select {
@@ -157,7 +188,7 @@ func (s *scheduler) reviewWedge() {
 		if released {
 			s.wedge.CompareAndSwap(wg, nil)
 		}
-		return
+		return s.wedge.Load() != nil
 	}
 	wg.w.mu.Lock()
 	over := wg.w.run != wg.br // the batch ended (and may be freed): so did the case
@@ -174,6 +205,7 @@ func (s *scheduler) reviewWedge() {
 		next.HoldsGIL = false
 		s.wedge.CompareAndSwap(wg, &next)
 	}
+	return s.wedge.Load() != nil
 }
 
 // Wedged reports the case whose stuck call only ending the process can
