@@ -44,11 +44,12 @@ func TestWatchdogWakesWhenDue(t *testing.T) {
 	}
 	require.Len(t, got, 1)
 	require.Nil(t, got[0].Err, "%v", got[0].Err)
-	require.GreaterOrEqual(t, time.Since(start), 600*time.Millisecond)
+	took := time.Since(start)
+	require.GreaterOrEqual(t, took, 600*time.Millisecond)
 	// At a fixed 5 ms tick the watchdog passed ~120 times, at 10 ms the
 	// stream harvested ~60 times.
 	assert.LessOrEqual(t, passes.Load(), int64(4), "watchdog passes")
-	assert.LessOrEqual(t, harvests.Load(), int64(14), "harvests") // 10, 20, 40 ms, then every 80
+	assert.LessOrEqual(t, harvests.Load(), int64(took/harvestMost)+4, "harvests in %s", took) // 10, 20, 40 ms, then every 80
 }
 
 // A case that starts after a watchdog pass chose its sleep still times out
