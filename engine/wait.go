@@ -66,9 +66,9 @@ func (e *Engine) wait(ctx context.Context, g *group) {
 // as wait does. False means wait for the group whole instead (the caller or
 // the engine is stopping).
 //
-// While it waits, every harvestEvery it collects the outcomes the group's
-// running batch has finished (harvest): a case done is not held behind a
-// slow case later in the same batch.
+// While it waits, at pace's times (harvestEvery) it collects the outcomes
+// the group's running batch has finished (harvest): a case done is not held
+// behind a slow case later in the same batch.
 func (e *Engine) waitJob(ctx context.Context, g *group, k int, pace *harvestPace) bool {
 	j := &g.jobs[k]
 	for !j.ready.Load() {

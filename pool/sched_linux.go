@@ -26,15 +26,28 @@ func batchSchedule() {
 	if err != nil {
 		return
 	}
-	var param struct{ priority int32 } // sched_param: 0 for SCHED_BATCH
 	for _, t := range tasks {
 		tid, err := strconv.Atoi(t.Name())
 		if err != nil {
 			continue
 		}
-		if policy, _, errno := syscall.RawSyscall(syscall.SYS_SCHED_GETSCHEDULER, uintptr(tid), 0, 0); errno != 0 || policy != schedOther {
+		if policy, errno := threadPolicy(tid); errno != 0 || policy != schedOther {
 			continue
 		}
-		syscall.RawSyscall(syscall.SYS_SCHED_SETSCHEDULER, uintptr(tid), schedBatch, uintptr(unsafe.Pointer(&param)))
+		setThreadPolicy(tid, schedBatch)
 	}
+}
+
+// threadPolicy is thread tid's scheduling policy (0: the calling thread).
+func threadPolicy(tid int) (int, syscall.Errno) {
+	policy, _, errno := syscall.RawSyscall(syscall.SYS_SCHED_GETSCHEDULER, uintptr(tid), 0, 0)
+	return int(policy), errno
+}
+
+// setThreadPolicy puts thread tid (0: the calling thread) under a policy
+// that takes priority 0 (SCHED_OTHER, SCHED_BATCH, SCHED_IDLE).
+func setThreadPolicy(tid, policy int) syscall.Errno {
+	var param struct{ priority int32 } // sched_param
+	_, _, errno := syscall.RawSyscall(syscall.SYS_SCHED_SETSCHEDULER, uintptr(tid), uintptr(policy), uintptr(unsafe.Pointer(&param)))
+	return errno
 }

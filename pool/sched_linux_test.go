@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"syscall"
 	"testing"
-	"unsafe"
 
 	"github.com/skynetml/skynet/engine"
 	"github.com/stretchr/testify/require"
@@ -39,12 +38,12 @@ def score(input, output, expected=None):
 	for _, task := range tasks {
 		tid, err := strconv.Atoi(task.Name())
 		require.NoError(t, err)
-		policy, _, errno := syscall.RawSyscall(syscall.SYS_SCHED_GETSCHEDULER, uintptr(tid), 0, 0)
+		policy, errno := threadPolicy(tid)
 		if errno == syscall.ESRCH {
 			continue // the thread ended
 		}
 		require.Zero(t, errno)
-		require.Equal(t, uintptr(schedBatch), policy, "thread %d of this process", tid)
+		require.Equal(t, schedBatch, policy, "thread %d of this process", tid)
 	}
 }
 
@@ -61,14 +60,13 @@ def score(input, output, expected=None):
 	// chrt --idle would be; the thread ends with the goroutine, and its
 	// policy with it.
 	type outcome struct {
-		self   uintptr
+		self   int
 		worker engine.Result
 	}
 	done := make(chan outcome, 1)
 	go func() {
 		runtime.LockOSThread()
-		var param struct{ priority int32 }
-		if _, _, errno := syscall.RawSyscall(syscall.SYS_SCHED_SETSCHEDULER, 0, schedIdle, uintptr(unsafe.Pointer(&param))); errno != 0 {
+		if errno := setThreadPolicy(0, schedIdle); errno != 0 {
 			t.Errorf("chrt --idle: %v", errno)
 			done <- outcome{}
 			return
@@ -80,11 +78,11 @@ def score(input, output, expected=None):
 			return
 		}
 		defer p.Close()
-		self, _, _ := syscall.RawSyscall(syscall.SYS_SCHED_GETSCHEDULER, 0, 0, 0)
+		self, _ := threadPolicy(0)
 		done <- outcome{self, p.Score(context.Background(), engine.Case{ID: "a", Input: map[string]any{}, Output: ""})}
 	}()
 	o := <-done
-	require.Equal(t, uintptr(schedIdle), o.self, "Open changed the idle thread")
+	require.Equal(t, schedIdle, o.self, "Open changed the idle thread")
 	require.Nil(t, o.worker.Err)
 	require.Equal(t, float64(schedIdle), o.worker.Score, "the worker's main thread")
 }
