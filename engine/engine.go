@@ -84,6 +84,12 @@ type Options struct {
 	// process scores on: the pool measured 20% more CPU, and up to 20% more
 	// time, with it.
 	NoSpin bool
+	// AdaptProcs lets a MainThread engine of one thread change the
+	// process's GOMAXPROCS: 1 while its batches are short (a cheap metric),
+	// back to what it was while they are long, and at Close. For a process
+	// that runs nothing else in Go (the pool's workers set it); ignored
+	// otherwise.
+	AdaptProcs bool
 	// LogsLimit bounds the output of print() kept per case, in bytes (default 64 KiB).
 	LogsLimit int
 	// PythonExecutable selects the Python installation or virtualenv, e.g.
@@ -131,6 +137,7 @@ type Engine struct {
 	threads     int  // Options.Threads, resolved: with an async score, the cases in flight on its loop
 	mainThread  bool // Options.MainThread
 	noSpin      bool // Options.NoSpin
+	adaptProcs  bool // Options.AdaptProcs
 	async       bool // score is `async def`: it runs on an event loop (aio)
 	aio         *aioLoop
 
@@ -254,6 +261,7 @@ func Open(opts Options) (*Engine, error) {
 		threads:    orDefault(opts.Threads, 1),
 		mainThread: opts.MainThread,
 		noSpin:     opts.NoSpin,
+		adaptProcs: opts.AdaptProcs && opts.MainThread,
 		str:        newInternTable().make,
 		scheduler:  newScheduler(),
 	}

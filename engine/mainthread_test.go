@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"iter"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -136,6 +137,15 @@ def score(input, output, expected=None):
     return 1.0, {"feedback": "main" if main else "other"}
 `
 
+// procsMetric is fast, or sleeps 5 ms a case.
+const procsMetric = `import time
+
+def score(input, output, expected=None):
+    if output == "slow":
+        time.sleep(0.005)
+    return 1.0, {"feedback": output}
+`
+
 // TestMainThread runs engines in a child process that scores on its main
 // thread, as a worker process does: a metric's alarm timeouts, os.fork and
 // multiprocessing work as under python3; a handler set with several threads
@@ -176,7 +186,9 @@ func TestMainThread(t *testing.T) {
 		"wedge clears":     "true",
 		"wrapper":          "<Handlers.SIG_DFL: 0> <Handlers.SIG_IGN: 1> same errors=True signal",
 		"asyncio":          "metric loads, score signature, metric's return value false",
-		"served":           "4",
+		"procs":            "fast=1 slow=true closed=true",
+		"procs, 2 threads": "fast=true",
+		"served":           "6",
 	} {
 		assert.Equal(t, want, got[name], "%s\n%s", name, out)
 	}
@@ -210,7 +222,7 @@ func mainThreadChild() int {
 	}
 	defer os.RemoveAll(dir)
 	for name, src := range map[string]string{"alarm.py": alarmMetric, "metric_b.py": helperMetric,
-		"skynet_sig_helper.py": signalHelper, "sleepy.py": sleepyMetric, "asyncio_metric.py": asyncioMetric} {
+		"skynet_sig_helper.py": signalHelper, "sleepy.py": sleepyMetric, "asyncio_metric.py": asyncioMetric, "procs.py": procsMetric} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644); err != nil {
 			fmt.Println("CHECK setup:", err)
 			return 1
@@ -350,6 +362,44 @@ func mainThreadChild() int {
 		}
 		say("wedge clears", !ok)
 	})
+	// AdaptProcs: one P while a cheap metric's batches are short, all again
+	// while they are long and once the engine closes; with two threads, all.
+	procs := runtime.GOMAXPROCS(0)
+	cases := func(n int, output string) iter.Seq[Case] {
+		return func(yield func(Case) bool) {
+			for i := 0; i < n && yield(Case{ID: fmt.Sprint(i), Input: map[string]any{}, Output: output}); i++ {
+			}
+		}
+	}
+	back := func() bool { // the worker sets it after its batch's results are out
+		for wait := time.Now().Add(2 * time.Second); runtime.GOMAXPROCS(0) != procs && time.Now().Before(wait); {
+			time.Sleep(5 * time.Millisecond)
+		}
+		return runtime.GOMAXPROCS(0) == procs
+	}
+	for _, threads := range []int{1, 2} {
+		e, err = Open(Options{Metric: filepath.Join(dir, "procs.py"), MainThread: true, AdaptProcs: true, Threads: threads})
+		if err != nil {
+			fmt.Println("CHECK open:", err)
+			return 1
+		}
+		fast, slow := 0, false
+		serve(e, func(e *Engine) {
+			for range e.ScoreAll(ctx, cases(5000, "fast"), 0) {
+			}
+			fast = runtime.GOMAXPROCS(0)
+			if threads == 1 {
+				for range e.ScoreAll(ctx, cases(3, "slow"), 0) {
+				}
+				slow = back()
+			}
+		})
+		if threads == 1 {
+			say("procs", fmt.Sprintf("fast=%d slow=%v closed=%v", fast, slow, back()))
+		} else {
+			say("procs, 2 threads", fmt.Sprintf("fast=%v", fast == procs))
+		}
+	}
 	say("served", served)
 	return 0
 }

@@ -48,8 +48,19 @@ const (
 	// so a yield costs two context switches; below this, sysmon's retake of
 	// the P costs less: gsm8k regex 6-8% less wall time, trivial 10%
 	// (alternated pairs, 1 and 2 processes). At 2 ms, token F1 (batches
-	// under 1 ms) lost 8-13% at 2 processes; at 500 us it did not.
+	// under 1 ms) lost 8-13% at 2 processes; at 500 us it did not. On one
+	// P (oneP) it does not yield: there is no other P to run the goroutine.
 	mainYieldOver = 500 * time.Microsecond
+	// With Options.AdaptProcs the main thread's worker runs the process on
+	// one P while a group takes under oneP, and on all again over manyP.
+	// Short batches end every 10-200 us, and each readies a goroutine that
+	// a second P's threads spin up, steal and park for: the gsm8k regex 11%
+	// less wall time at 2 processes, the trivial match 20-40% (alternated
+	// pairs). Long ones lose on one P: with no idle P, sysmon takes the P
+	// from every cgo call and ticks every 20 us after (the normalised match,
+	// 750 us groups, 9% more CPU at 1 process; a metric that forks, 11%).
+	oneP  = 300 * time.Microsecond
+	manyP = 600 * time.Microsecond
 )
 
 // scheduler is the engine's scheduling state, apart from the metric it

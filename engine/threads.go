@@ -26,8 +26,13 @@ type worker struct {
 	retired atomic.Bool     // replaced after a stuck call; exits when it returns
 	main    bool            // runs on the main thread (Options.MainThread): never replaced
 	pinned  bool            // locked to its OS thread (pin); the main thread's always is
-	mu      sync.Mutex      // guards run against the batch being freed
-	run     *batchRun
+	// procs is the P count to go back to while the main thread's worker
+	// runs the process on one P (Options.AdaptProcs), 0 when it does not
+	// adapt; soleP says it runs on one now.
+	procs int
+	soleP bool
+	mu    sync.Mutex // guards run against the batch being freed
+	run   *batchRun
 
 	// Reused from batch to batch.
 	args cpython.BatchArgs
@@ -43,6 +48,9 @@ func (e *Engine) startWorker(main bool) error {
 		return fmt.Errorf("engine: %w", err)
 	}
 	w := &worker{py: e.py, caller: c, slot: skynetmod.NewSlot(), main: main, pinned: main}
+	if main && e.adaptProcs && e.threads == 1 && !e.async {
+		w.procs = runtime.GOMAXPROCS(0)
+	}
 	w.slot.SetModel(func(i int, inRun bool, req llm.Request) (string, error) { return e.callModel(w, i, inRun, req) })
 	e.poolMu.Lock()
 	e.pool = append(e.pool, w)
@@ -60,6 +68,22 @@ func (e *Engine) startWorker(main bool) error {
 		return errors.New("engine: MainThread: the main thread already scores for another engine (one per process at a time)")
 	}
 	return nil
+}
+
+// adaptProcs runs the process on one P while the main thread's batches are
+// short (groups under oneP), on w.procs again once they are long (over
+// manyP), and on w.procs for good when groupTime is negative (the worker
+// ends). See Options.AdaptProcs.
+func (w *worker) adaptProcs(groupTime time.Duration) {
+	switch {
+	case w.procs <= 1:
+	case !w.soleP && groupTime >= 0 && groupTime < oneP:
+		runtime.GOMAXPROCS(1)
+		w.soleP = true
+	case w.soleP && (groupTime < 0 || groupTime > manyP):
+		runtime.GOMAXPROCS(w.procs)
+		w.soleP = false
+	}
 }
 
 // pin keeps the worker's goroutine on one OS thread while cases are slow:
@@ -96,6 +120,7 @@ func (e *Engine) workerLoop(w *worker) {
 	defer w.caller.Close()
 	defer w.slot.Close()
 	defer w.pin(false)
+	defer w.adaptProcs(-1)
 	jobs := make([]*scoreJob, 0, maxBatch)
 	for {
 		first := e.popFront()
@@ -122,13 +147,15 @@ func (e *Engine) workerLoop(w *worker) {
 		if w.retired.Load() {
 			return
 		}
-		if w.pinned && (!w.main || e.groupTime() > mainYieldOver) {
+		w.adaptProcs(e.groupTime())
+		if w.pinned && (!w.main || (e.groupTime() > mainYieldOver && !w.soleP)) {
 			// The batch readied the stream's goroutine onto this P. Let it
 			// run elsewhere before the next long cgo call: with work left in
 			// the P's queue, sysmon takes the P from the call and then polls
 			// every 20 us for the next millisecond. Not on the main thread
-			// between short batches: its goroutine is locked there, so the
-			// yield hands the P to another thread and back (see mainYieldOver).
+			// between short batches, nor on one P: its goroutine is locked
+			// there, so the yield hands the P to another thread and back
+			// (see mainYieldOver).
 			runtime.Gosched()
 		}
 	}

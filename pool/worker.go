@@ -42,7 +42,7 @@ func init() {
 type job struct {
 	// Options is what the worker opens, as the pool was given it, every
 	// field (LLM is json:"-": the parent makes the model calls); the
-	// worker adds MainThread and NoSpin (options).
+	// worker adds MainThread, NoSpin and AdaptProcs (options).
 	engine.Options
 	// The models each role's calls go to: the worker names them in
 	// errors and observation; the parent makes the calls.
@@ -66,10 +66,11 @@ func jobOf(o engine.Options, models *llm.Client, batch bool) job {
 
 // options is what the worker opens: the pool's options, scored on the
 // process's main thread (signal handlers work as under python3), with
-// waits that block rather than poll (the process is one of many).
+// waits that block rather than poll (the process is one of many), and its
+// P count the engine's to set (the process runs nothing else in Go).
 func (j job) options() engine.Options {
 	o := j.Options
-	o.MainThread, o.NoSpin = true, true
+	o.MainThread, o.NoSpin, o.AdaptProcs = true, true, true
 	return o
 }
 
