@@ -115,7 +115,8 @@ bench-cli: build
 # A metric that does real work (difflib, ~200 us a case) on 4,000 cases,
 # then the cheap graders written as the real ones are (testdata/cheap: a
 # gsm8k-style regex answer extractor, a normalised exact match, a token F1)
-# and the trivial exact match on 100,000 cases (CHEAP_CASES): skynet score
+# and the trivial exact match on 100,000 cases (CHEAP_CASES), and a grader
+# that forks once a case (testdata/fork, 2,000 cases): skynet score
 # with 1 and N worker processes (PROCESSES, default auto: one per CPU), the
 # plain script and a multiprocessing.Pool(N) script, as ratios of wall time
 # and of CPU (user+sys of each process tree), with each path's peak RSS.
@@ -130,6 +131,8 @@ bench-cpu: build
 	done
 	$(or $(PY),python3) -c "import json; l=[json.loads(x) for x in open('$(EXAMPLE)/cases.jsonl') if x.strip()]; open('bin/trivial.jsonl','w').write(''.join(json.dumps(dict(l[i%len(l)], id=f'c{i}'))+'\n' for i in range($(CHEAP_CASES))))"
 	./$(BIN) bench --metric $(EXAMPLE)/metric.py --file bin/trivial.jsonl --file-only --runs 5 --processes $(PROCESSES)
+	$(or $(PY),python3) testdata/fork/make_cases.py 2000 > bin/fork.jsonl
+	./$(BIN) bench --metric testdata/fork/metric.py --file bin/fork.jsonl --file-only --runs 5 --processes $(PROCESSES)
 
 # skynet serve against skynet score on the same case files (internal/benchserve):
 # score's rate, serve's as 4 clients post NDJSON batches over loopback, and the
