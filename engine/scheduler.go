@@ -54,11 +54,12 @@ const (
 	// With Options.AdaptProcs the main thread's worker runs the process on
 	// one P while a group takes under oneP, and on all again over manyP.
 	// Short batches end every 10-200 us, and each readies a goroutine that
-	// a second P's threads spin up, steal and park for: the gsm8k regex 11%
-	// less wall time at 2 processes, the trivial match 20-40% (alternated
-	// pairs). Long ones lose on one P: with no idle P, sysmon takes the P
-	// from every cgo call and ticks every 20 us after (the normalised match,
-	// 750 us groups, 9% more CPU at 1 process; a metric that forks, 11%).
+	// a second P's threads spin up, steal and park for: the gsm8k regex 20%
+	// less wall time at 2 processes, the trivial match 14% (40% at 1;
+	// alternated pairs). Long ones lose on one P: with no idle P, sysmon
+	// takes the P from every cgo call and ticks every 20 us after (the
+	// normalised match, 750 us groups, 9% more CPU at 1 process; a metric
+	// that forks, 11%).
 	oneP  = 300 * time.Microsecond
 	manyP = 600 * time.Microsecond
 )
