@@ -293,9 +293,10 @@ type jsonMemo struct {
 }
 
 // seenSlots is the size of the first-sight table (512 KiB): one hash a
-// slot, the newest sighting winning its slot. A slot lost to another value
-// only delays a value's admission; a hash match of two values only admits
-// one a sighting early.
+// slot, the newest sighting winning its slot unless a kept value holds it.
+// A slot lost to another value only delays a value's admission (or, to a
+// kept one, prevents it); a hash match of two values only admits one a
+// sighting early.
 const (
 	seenBits  = 16
 	seenSlots = 1 << seenBits
@@ -313,14 +314,18 @@ func jsonBit(h uint64) (word int, mask uint64) {
 
 // sawBefore reports whether hash h was seen before and forgets it if so, or
 // notes it: one load and one store, where a set that grows and is cleared
-// cost a map insert (and, every 65,536 values, a rehash) a value.
+// cost a map insert (and, every 65,536 values, a rehash) a value. It leaves
+// a slot that marks a kept value alone (see AppendEncoded).
 func (a *ArgCache) sawBefore(h uint64) bool {
+	h &^= 1
 	slot := &a.seen[h%seenSlots]
 	if *slot == h {
 		*slot = 0
 		return true
 	}
-	*slot = h
+	if *slot&1 == 0 {
+		*slot = h
+	}
 	return false
 }
 
@@ -426,7 +431,9 @@ func (a *ArgCache) AppendJSON(dst, text []byte) ([]byte, int32, error) {
 // the ids up later, a batch's at once. AppendJSON's admission holds (the
 // second sighting), one first-sight slot a value: the slot also marks a
 // kept value (the hash with its low bit set), and the ids map is read only
-// for a value so marked, which it names exactly. Each slot is a cache miss
+// for a value so marked, which it names exactly. A first sighting does not
+// take a kept value's slot, so a kept value is found at every sighting;
+// a new value whose slot a kept one holds is not admitted. Each slot is a cache miss
 // (Python runs between batches): a batch's misses overlap in Resolve, where
 // one at a time they cost 150 ns each.
 func (a *ArgCache) AppendEncoded(args *BatchArgs, v *Encoded) {
@@ -472,7 +479,9 @@ func (a *ArgCache) encodedID(h uint64, enc []byte) int32 {
 		*slot = h | 1
 		return id
 	}
-	*slot = h
+	if *slot&1 == 0 {
+		*slot = h
+	}
 	return -1
 }
 

@@ -2,6 +2,7 @@ package cpython
 
 import (
 	"encoding/binary"
+	"hash/maphash"
 	"math"
 	"strconv"
 	"strings"
@@ -225,6 +226,42 @@ func TestArgCacheJSON(t *testing.T) {
 	}
 	require.GreaterOrEqual(t, id, int32(0))
 	require.LessOrEqual(t, keptAt, 4, "kept by the fourth sighting")
+}
+
+// A kept value keeps its first-sight slot: a new value that lands in the
+// same slot does not take it, so the kept one is found at every sighting.
+func TestArgCacheKeptSlot(t *testing.T) {
+	cache, err := NewArgCache(1 << 20)
+	require.NoError(t, err)
+	defer cache.Close()
+	encode := func(text string) *Encoded {
+		members, _, err := SplitObjectEncoding([]byte(`{"v": `+text+`}`), nil, nil, func(string) bool { return true })
+		require.NoError(t, err)
+		return &members[0].Encoded
+	}
+	slotOf := func(v *Encoded) uint64 { return (maphash.Bytes(cache.seed, v.b) &^ 1) >> (64 - seenBits) }
+	idOf := func(v *Encoded) int32 {
+		var args BatchArgs
+		args.Offsets = append(args.Offsets, 0)
+		cache.AppendEncoded(&args, v)
+		args.IDs = append(args.IDs, -1)
+		cache.Resolve(&args)
+		return args.IDs[0]
+	}
+	kept := encode(`"72"`)
+	require.Equal(t, int32(-1), idOf(kept), "first sighting")
+	id := idOf(kept)
+	require.GreaterOrEqual(t, id, int32(0), "second sighting")
+	var other *Encoded
+	for i := 0; other == nil; i++ { // about 65,536 tries
+		if v := encode(strconv.Itoa(i)); slotOf(v) == slotOf(kept) {
+			other = v
+		}
+	}
+	for range 3 {
+		require.Equal(t, int32(-1), idOf(other), "a new value in a kept value's slot")
+		require.Equal(t, id, idOf(kept), "the kept value after it")
+	}
 }
 
 // A value transcoded where it was read (AppendEncoded, Resolve) is kept as
