@@ -432,10 +432,10 @@ func (a *ArgCache) AppendJSON(dst, text []byte) ([]byte, int32, error) {
 // second sighting), one first-sight slot a value: the slot also marks a
 // kept value (the hash with its low bit set), and the ids map is read only
 // for a value so marked, which it names exactly. A first sighting does not
-// take a kept value's slot, so a kept value is found at every sighting;
-// a new value whose slot a kept one holds is not admitted. Each slot is a cache miss
-// (Python runs between batches): a batch's misses overlap in Resolve, where
-// one at a time they cost 150 ns each.
+// take a kept value's slot, so a kept value is found at every sighting; a
+// new value whose slot a kept one holds is not admitted. Each slot is a
+// cache miss (Python runs between batches): a batch's misses overlap in
+// Resolve, where one at a time they cost 150 ns each.
 func (a *ArgCache) AppendEncoded(args *BatchArgs, v *Encoded) {
 	args.Buf = append(args.Buf, v.b...)
 	args.pending = append(args.pending, pendingID{at: len(args.IDs), hash: maphash.Bytes(a.seed, v.b) &^ 1, enc: v.b})

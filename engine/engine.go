@@ -261,7 +261,7 @@ func Open(opts Options) (*Engine, error) {
 		threads:    orDefault(opts.Threads, 1),
 		mainThread: opts.MainThread,
 		noSpin:     opts.NoSpin,
-		adaptProcs: opts.AdaptProcs && opts.MainThread,
+		adaptProcs: opts.AdaptProcs,
 		str:        newInternTable().make,
 		scheduler:  newScheduler(),
 	}

@@ -48,7 +48,7 @@ func (e *Engine) startWorker(main bool) error {
 		return fmt.Errorf("engine: %w", err)
 	}
 	w := &worker{py: e.py, caller: c, slot: skynetmod.NewSlot(), main: main, pinned: main}
-	if main && e.adaptProcs && e.threads == 1 && !e.async {
+	if main && e.adaptProcs && e.threads == 1 && !e.async { // Options.AdaptProcs
 		w.procs = runtime.GOMAXPROCS(0)
 	}
 	w.slot.SetModel(func(i int, inRun bool, req llm.Request) (string, error) { return e.callModel(w, i, inRun, req) })
@@ -72,15 +72,21 @@ func (e *Engine) startWorker(main bool) error {
 
 // adaptProcs runs the process on one P while the main thread's batches are
 // short (groups under oneP), on w.procs again once they are long (over
-// manyP), and on w.procs for good when groupTime is negative (the worker
-// ends). See Options.AdaptProcs.
+// manyP). See Options.AdaptProcs.
 func (w *worker) adaptProcs(groupTime time.Duration) {
 	switch {
 	case w.procs <= 1:
-	case !w.soleP && groupTime >= 0 && groupTime < oneP:
+	case !w.soleP && groupTime < oneP:
 		runtime.GOMAXPROCS(1)
 		w.soleP = true
-	case w.soleP && (groupTime < 0 || groupTime > manyP):
+	case w.soleP && groupTime > manyP:
+		w.restoreProcs()
+	}
+}
+
+// restoreProcs gives the process back the Ps adaptProcs took, as the worker ends.
+func (w *worker) restoreProcs() {
+	if w.soleP {
 		runtime.GOMAXPROCS(w.procs)
 		w.soleP = false
 	}
@@ -120,7 +126,7 @@ func (e *Engine) workerLoop(w *worker) {
 	defer w.caller.Close()
 	defer w.slot.Close()
 	defer w.pin(false)
-	defer w.adaptProcs(-1)
+	defer w.restoreProcs()
 	jobs := make([]*scoreJob, 0, maxBatch)
 	for {
 		first := e.popFront()
@@ -147,8 +153,9 @@ func (e *Engine) workerLoop(w *worker) {
 		if w.retired.Load() {
 			return
 		}
-		w.adaptProcs(e.groupTime())
-		if w.pinned && (!w.main || (e.groupTime() > mainYieldOver && !w.soleP)) {
+		group := e.groupTime()
+		w.adaptProcs(group)
+		if w.pinned && (!w.main || (group > mainYieldOver && !w.soleP)) {
 			// The batch readied the stream's goroutine onto this P. Let it
 			// run elsewhere before the next long cgo call: with work left in
 			// the P's queue, sysmon takes the P from the call and then polls
