@@ -21,6 +21,18 @@ import (
 type LineError struct {
 	Line int    // 1-based line number in the file
 	Msg  string // what is wrong with the line
+	// ID is the case's id when it could be read from the line before the
+	// problem (a line past the cap whose "id" comes first); "" when not:
+	// the case is then named by its line number.
+	ID string
+}
+
+// CaseID is the id a run gives the line's case: ID, else the line number.
+func (e *LineError) CaseID() string {
+	if e.ID != "" {
+		return e.ID
+	}
+	return strconv.Itoa(e.Line)
 }
 
 // Error is "line N: what is wrong".
@@ -102,8 +114,8 @@ func parseCase(line []byte, lineNo int, t *Transcoder) (engine.Case, error) {
 	// Only a line that fails can be other than UTF-8: SplitObject accepts
 	// none (its strings are checked, and nothing else may be non-ASCII).
 	if kind := jsonKind(line); kind != "an object" {
-		if !utf8.Valid(line) {
-			return fail("not valid UTF-8")
+		if at := invalidUTF8(line); at >= 0 {
+			return fail("%s", utf8Message(line, at))
 		}
 		if _, err := cpython.AppendJSON(nil, line); err != nil {
 			return fail("%v", err)
@@ -112,19 +124,18 @@ func parseCase(line []byte, lineNo int, t *Transcoder) (engine.Case, error) {
 	}
 	var buf [5]cpython.Member
 	members, err := t.split(line, buf[:0])
-	if err != nil && !utf8.Valid(line) {
-		return fail("not valid UTF-8")
-	}
 	if err != nil {
-		// Not JSON, but its result still carries the id when one can be
-		// read before the line breaks off, so that fixing the line and
-		// resuming finds the case by it.
-		if raw, _ := scanID(line); raw != nil && json.Valid(raw) {
-			if id, msg := caseID(raw, lineNo); msg == "" {
-				c.ID, hasID = id, true
-			}
+		// Not a case, but its result still carries the id when one can be
+		// read before the problem, so that fixing the line and resuming
+		// finds the case by it.
+		end, msg := len(line), err.Error()
+		if at := invalidUTF8(line); at >= 0 {
+			end, msg = at, utf8Message(line, at)
 		}
-		return fail("%v", err)
+		if id := IDBefore(line[:end], lineNo); id != "" {
+			c.ID, hasID = id, true
+		}
+		return fail("%s", msg)
 	}
 	// The id first, so that a bad line's error carries it wherever it is
 	// in the line (QuickID finds the same one).
@@ -304,6 +315,46 @@ func loneSurrogate(str []byte) string {
 	return ""
 }
 
+// IDBefore is the id a line gives in its first bytes, prefix (all of a
+// line that breaks off, the part of one before a bad byte or past the
+// cap), or "" when no whole "id" member is read there.
+func IDBefore(prefix []byte, lineNo int) string {
+	raw, _ := scanID(prefix)
+	if raw == nil || !json.Valid(raw) {
+		return ""
+	}
+	// A number at the very end may go on past the prefix: 12 of 123.
+	if end := cap(prefix) - cap(raw) + len(raw); end >= len(prefix) && jsonKind(raw) == "a number" {
+		return ""
+	}
+	id, msg := caseID(raw, lineNo)
+	if msg != "" {
+		return ""
+	}
+	return id
+}
+
+// invalidUTF8 is the offset of line's first byte that is not valid UTF-8, or -1.
+func invalidUTF8(line []byte) int {
+	for i := 0; i < len(line); {
+		if line[i] < utf8.RuneSelf {
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRune(line[i:])
+		if r == utf8.RuneError && size == 1 {
+			return i
+		}
+		i += size
+	}
+	return -1
+}
+
+// utf8Message says where a line stops being UTF-8, and the likely cause.
+func utf8Message(line []byte, at int) string {
+	return fmt.Sprintf("not valid UTF-8: byte 0x%02X at byte %d of the line (a file saved in another encoding, such as Latin-1 or UTF-16? iconv -f LATIN1 -t UTF-8 converts one)", line[at], at+1)
+}
+
 // caseID is the id a case line's "id" value gives: a string's text, a
 // number's digits, the line number for null; msg says why it is not one.
 func caseID(v []byte, lineNo int) (id, msg string) {
@@ -345,6 +396,20 @@ func QuickID(line []byte, lineNo int) (id string, ok bool) {
 	}
 	id, msg := caseID(value, lineNo)
 	return id, msg == ""
+}
+
+// LineID is the id a run gives the case of a line Reader.NextLine
+// returned (raw), or of one it returned a *LineError for (lineErr): the
+// line's id, else its number, as the case's result is named.
+func LineID(raw []byte, lineNo int, lineErr error) string {
+	if le, ok := lineErr.(*LineError); ok {
+		return le.CaseID()
+	}
+	if id, ok := QuickID(raw, lineNo); ok {
+		return id
+	}
+	c, _ := ParseCase(raw, lineNo)
+	return c.ID
 }
 
 // scanID finds the raw JSON value of a line's top-level "id" member
@@ -567,7 +632,7 @@ func (a *Arena) Copy(b []byte) []byte {
 func (cr *Reader) Next() (engine.Case, error) {
 	line, err := cr.NextLine()
 	if le, ok := err.(*LineError); ok {
-		return engine.Case{ID: strconv.Itoa(le.Line)}, le
+		return engine.Case{ID: le.CaseID()}, le
 	}
 	if err != nil {
 		return engine.Case{}, err
@@ -630,10 +695,17 @@ func (cr *Reader) readLine() ([]byte, error) {
 		}
 		if n > max {
 			// Say so now, before the rest of the line arrives (if it ever
-			// does); the next Next skips it.
+			// does); the next Next skips it. Its id, when it comes first,
+			// still names its result.
 			cr.skipping = err == bufio.ErrBufferFull
+			prefix := frag
+			if len(cr.long) > 0 {
+				prefix = append(cr.long, frag...)
+			}
+			id := IDBefore(trimJSONSpace(prefix[:min(len(prefix), max)]), cr.line)
+			cr.long = cr.long[:0]
 			cr.shrink()
-			return nil, &LineError{Line: cr.line, Msg: fmt.Sprintf("longer than %d bytes (the case-line limit)", max)}
+			return nil, &LineError{Line: cr.line, ID: id, Msg: fmt.Sprintf("longer than %d bytes, the case-line limit (--max-line-bytes raises it)", max)}
 		}
 		if err == bufio.ErrBufferFull {
 			cr.long = append(cr.long, frag...)

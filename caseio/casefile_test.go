@@ -78,9 +78,9 @@ func TestCaseFileLongLine(t *testing.T) {
 	cr := NewReader(strings.NewReader(src))
 	cr.MaxLineBytes = 256 << 10
 	assert.Equal(t, []string{
-		"g", "error: line 2: longer than 262144 bytes (the case-line limit)",
-		"g", "error: line 4: longer than 262144 bytes (the case-line limit)",
-		"g", "error: line 6: longer than 262144 bytes (the case-line limit)",
+		"g", "error: line 2: longer than 262144 bytes, the case-line limit (--max-line-bytes raises it)",
+		"g", "error: line 4: longer than 262144 bytes, the case-line limit (--max-line-bytes raises it)",
+		"g", "error: line 6: longer than 262144 bytes, the case-line limit (--max-line-bytes raises it)",
 	}, readAll(t, cr))
 
 	// The cap is on the line without its newline; longer than the bufio
@@ -89,16 +89,20 @@ func TestCaseFileLongLine(t *testing.T) {
 	cr = NewReader(strings.NewReader(exact + "\n" + exact + "\r\n" + exact))
 	cr.MaxLineBytes = len(exact)
 	got := readAll(t, cr)
-	assert.Equal(t, []string{"1", "error: line 2: longer than " + strconv.Itoa(len(exact)) + " bytes (the case-line limit)", "3"}, got)
+	assert.Equal(t, []string{"1", "error: line 2: longer than " + strconv.Itoa(len(exact)) + " bytes, the case-line limit (--max-line-bytes raises it)", "3"}, got)
 
-	// The error is a bad case like any other: its engine.Case is named by the line.
-	cr = NewReader(strings.NewReader(long + "\n"))
+	// The error is a bad case like any other: its engine.Case is named by
+	// the id read before the cap, else by the line.
+	idLast := `{"input": {}, "output": "` + strings.Repeat("x", 300<<10) + `", "id": "l"}`
+	cr = NewReader(strings.NewReader(long + "\n" + idLast + "\n"))
 	cr.MaxLineBytes = 1 << 10
-	c, err := cr.Next()
-	var le *LineError
-	require.True(t, errors.As(err, &le))
-	assert.Equal(t, 1, le.Line)
-	assert.Equal(t, "1", c.ID)
+	for i, want := range []string{"l", "2"} {
+		c, err := cr.Next()
+		var le *LineError
+		require.True(t, errors.As(err, &le))
+		assert.Equal(t, i+1, le.Line)
+		assert.Equal(t, want, c.ID)
+	}
 	assert.Equal(t, DefaultMaxLineBytes, 64<<20)
 }
 
@@ -123,7 +127,7 @@ func TestCaseFileEndlessLine(t *testing.T) {
 	runtime.ReadMemStats(&after)
 	var le *LineError
 	require.True(t, errors.As(err, &le), "%v", err)
-	assert.Equal(t, "line 1: longer than 1048576 bytes (the case-line limit)", err.Error())
+	assert.Equal(t, "line 1: longer than 1048576 bytes, the case-line limit (--max-line-bytes raises it)", err.Error())
 	assert.Greater(t, z.read, 1<<20)
 	assert.LessOrEqual(t, z.read, 1<<20+2<<16, "read past the cap by at most the buffer")
 	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(8<<20))
@@ -156,7 +160,7 @@ func TestCaseFileLongLineIsDiscardedInBoundedMemory(t *testing.T) {
 	runtime.ReadMemStats(&before)
 	got := readAll(t, cr)
 	runtime.ReadMemStats(&after)
-	assert.Equal(t, []string{"error: line 1: longer than 1048576 bytes (the case-line limit)", "next"}, got)
+	assert.Equal(t, []string{"error: line 1: longer than 1048576 bytes, the case-line limit (--max-line-bytes raises it)", "next"}, got)
 	assert.Equal(t, 2, cr.Line())
 	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(16<<20), "allocated while reading 256 MiB")
 }
@@ -487,4 +491,35 @@ func mustUnquote(t *testing.T, s string) string {
 		b.WriteByte(s[i])
 	}
 	return b.String()
+}
+
+// A bad line's result is named by the id read from it before the problem:
+// a byte that is not UTF-8 after the id, a line past the cap whose id comes
+// first; and the messages say where and what to do.
+func TestBadLineIDs(t *testing.T) {
+	text := `{"id": "a", "input": {"m": "caf` + "\xe9" + `"}, "output": 1}` + "\n" +
+		`{"input": {"m": "caf` + "\xe9" + `"}, "id": "b", "output": 1}` + "\n" +
+		`{"id": "c", "input": {"m": "` + strings.Repeat("x", 200) + `"}, "output": 1}` + "\n" +
+		`{"input": {"m": "` + strings.Repeat("x", 200) + `"}, "id": "d", "output": 1}` + "\n"
+	cr := NewReader(strings.NewReader(text))
+	cr.MaxLineBytes = 100
+	var got []string
+	for {
+		c, err := cr.Next()
+		if err == io.EOF {
+			break
+		}
+		var le *LineError
+		require.True(t, errors.As(err, &le), "line %d: %v", cr.Line(), err)
+		got = append(got, c.ID+": "+err.Error())
+	}
+	assert.Equal(t, []string{
+		`a: line 1: not valid UTF-8: byte 0xE9 at byte 32 of the line (a file saved in another encoding, such as Latin-1 or UTF-16? iconv -f LATIN1 -t UTF-8 converts one)`,
+		`2: line 2: not valid UTF-8: byte 0xE9 at byte 21 of the line (a file saved in another encoding, such as Latin-1 or UTF-16? iconv -f LATIN1 -t UTF-8 converts one)`,
+		`c: line 3: longer than 100 bytes, the case-line limit (--max-line-bytes raises it)`,
+		`4: line 4: longer than 100 bytes, the case-line limit (--max-line-bytes raises it)`,
+	}, got)
+	for i, want := range []string{"a", "2", "c", "4"} {
+		assert.Equal(t, want, strings.SplitN(got[i], ":", 2)[0])
+	}
 }
