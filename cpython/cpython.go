@@ -191,6 +191,9 @@ func initialize(cfg Config) error {
 			return fmt.Errorf("cpython: python executable: %w", err)
 		}
 	}
+	if e := CheckVenv(cfg.Executable); e != nil && e.Fatal() {
+		return e // its lib/python3.X would not even be looked in: every import of its packages would fail
+	}
 	if cfg.MainThread {
 		// For good: the main thread state is this thread's (sky_initialize),
 		// and only this goroutine may run Python on it.

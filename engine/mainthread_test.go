@@ -179,7 +179,7 @@ func TestMainThread(t *testing.T) {
 		"signal use":       "alarm.py:12 main=true",
 		"second engine":    "engine: MainThread: the main thread already scores for another engine (one per process at a time)",
 		"two at once":      "[ValueError: signal only works in main thread of the main interpreter set]",
-		"threads check":    "ok=true metric_b.py:4 (via skynet_sig_helper.py:4) sets a signal handler (signal.signal); only the main thread can: with Threads 2, cases scored on the other 1 thread(s) get ValueError: signal only works in main thread of the main interpreter. Use Threads 1, with more worker processes, instead",
+		"threads check":    "ok=true metric_b.py:4 (via skynet_sig_helper.py:4) sets a signal handler (signal.signal); only the main thread can: with 2 threads a process, cases scored on the other 1 get ValueError: signal only works in main thread of the main interpreter (a grader that catches it may score them 0). Use 1 thread a process (the default) and more processes instead",
 		"stuck":            "[other timeout case s: score timed out after 1s]",
 		"wedge":            "s HoldsGIL=false",
 		"while stuck":      "ok fast=true",

@@ -38,6 +38,24 @@ func (u SignalUse) String() string {
 	return fmt.Sprintf("%s (via %s)", u.Where, u.Via)
 }
 
+// SignalWarning is what a user is told, once, of a metric that sets a
+// signal handler here while cases run on threads threads a process: the
+// CheckThreads notice, and the pool's warning, in one wording.
+func (u SignalUse) SignalWarning(threads int) string {
+	ran := ""
+	if !u.MainThread {
+		ran = ", and there it ran on another thread and raised ValueError"
+	}
+	return fmt.Sprintf("%s sets a signal handler (signal.signal)%s; only the main thread can: with %d threads a process, cases scored on the other %d get ValueError: signal only works in main thread of the main interpreter (a grader that catches it may score them 0). Use 1 thread a process (the default) and more processes instead",
+		u, ran, threads, threads-1)
+}
+
+// ForkWarning is SignalWarning for a metric that forks here (ForkUse).
+func (u SignalUse) ForkWarning(threads int) string {
+	return fmt.Sprintf("%s forks (os.fork; multiprocessing's fork start method calls it) while cases run on %d threads a process: a child forked while other threads run can deadlock on a lock one of them held, and its case then times out or scores differently. Use 1 thread a process (the default) and more processes instead",
+		u, threads)
+}
+
 // SignalUse reports where the metric or program first set a signal handler
 // (signal.signal), at import or in a case; only a MainThread engine watches
 // for it. It takes the GIL.
@@ -81,17 +99,9 @@ func (e *Engine) threadsNotice() (Check, bool) {
 	u, ok := e.SignalUse()
 	if !ok {
 		if f, ok := e.ForkUse(); ok {
-			return Check{Name: CheckThreads, OK: true, Message: fmt.Sprintf(
-				"%s forks (os.fork; multiprocessing's fork start method calls it); with Threads %d, a child forked while the other threads run can deadlock on a lock one of them held. Use Threads 1, with more worker processes, instead",
-				f, e.threads)}, true
+			return Check{Name: CheckThreads, OK: true, Message: f.ForkWarning(e.threads)}, true
 		}
 		return Check{}, false
 	}
-	ran := ""
-	if !u.MainThread {
-		ran = ", and there it ran on another thread and raised ValueError"
-	}
-	return Check{Name: CheckThreads, OK: true, Message: fmt.Sprintf(
-		"%s sets a signal handler (signal.signal)%s; only the main thread can: with Threads %d, cases scored on the other %d thread(s) get ValueError: signal only works in main thread of the main interpreter. Use Threads 1, with more worker processes, instead",
-		u, ran, e.threads, e.threads-1)}, true
+	return Check{Name: CheckThreads, OK: true, Message: u.SignalWarning(e.threads)}, true
 }

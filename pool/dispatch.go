@@ -63,6 +63,16 @@ func (p *Pool) notice(format string, args ...any) {
 	fmt.Fprintf(p.stderr, "%s: "+format+"\n", append([]any{p.opts.Name}, args...)...)
 }
 
+// warn records a warning about the metric and hands it on (OnWarning, else Stderr).
+func (p *Pool) warn(msg string) {
+	p.st.Notices = append(p.st.Notices, msg)
+	if p.opts.OnWarning != nil {
+		p.opts.OnWarning(msg)
+		return
+	}
+	p.notice("warning: %s", msg)
+}
+
 func (p *Pool) artifact(r artReq) {
 	if r.id == nil {
 		delete(p.arts, r.drop)
@@ -281,8 +291,7 @@ func (p *Pool) handle(ev event) {
 	case frameNotice:
 		if msg := string(ev.payload); !p.noticed[msg] {
 			p.noticed[msg] = true
-			p.st.Notices = append(p.st.Notices, msg)
-			p.notice("warning: %s", msg)
+			p.warn(msg)
 		}
 	case frameDone:
 		w.done, w.doneAt = true, time.Now()

@@ -34,13 +34,13 @@ import (
 	"os"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/skynetml/skynet/caseio"
+	"github.com/skynetml/skynet/cpython"
 	"github.com/skynetml/skynet/engine"
 	"github.com/skynetml/skynet/llm"
 )
@@ -74,6 +74,11 @@ type Options struct {
 	Stderr io.Writer
 	// Name starts the pool's notices, e.g. "skynet score" (default "skynet").
 	Name string
+	// OnWarning, when set, is handed each warning about the metric (one
+	// that sets signal handlers on several threads, a venv of another
+	// Python) instead of Stderr, once each; Stats.Notices lists them either
+	// way. It runs on the pool's dispatcher: it must not block.
+	OnWarning func(msg string)
 	// Executable is the program the workers run (default: this one). It
 	// must link this package, whose init serves the worker's side.
 	Executable string
@@ -285,6 +290,14 @@ func OpenContext(ctx context.Context, opts Options) (*Pool, error) {
 	if opts.Program != "" {
 		p.culprit, p.callName = "the program or the metric", "the call"
 	}
+	if e := cpython.CheckVenv(opts.PythonExecutable); e != nil {
+		if e.Fatal() {
+			return nil, e // every worker would fail to import the venv's packages
+		}
+		p.noticed[e.Error()] = true
+		p.warn(e.Error())
+		p.shown = p.st
+	}
 	if opts.Batch {
 		batchSchedule()
 	}
@@ -443,9 +456,12 @@ func LineTask(raw []byte, line int, lineErr error, program bool) *Task {
 		t.ID, ok = caseio.QuickID(raw, line)
 	}
 	if !ok {
-		c, err := engine.Case{ID: strconv.Itoa(line)}, lineErr
+		var c engine.Case
+		err := lineErr
 		if err == nil {
 			c, err = caseio.ParseCase(raw, line)
+		} else {
+			c.ID = caseio.LineID(nil, line, lineErr)
 		}
 		t.ID, t.Observation = c.ID, c.Observation
 		if err != nil {
@@ -460,9 +476,11 @@ func LineTask(raw []byte, line int, lineErr error, program bool) *Task {
 // programLineTask is LineTask for a program's case: parsed here, since a
 // line without "output" must be given one before ParseCase accepts it.
 func programLineTask(raw []byte, line int, lineErr error) *Task {
-	c := engine.Case{ID: strconv.Itoa(line)}
+	var c engine.Case
 	err := lineErr
-	if err == nil {
+	if err != nil {
+		c.ID = caseio.LineID(nil, line, lineErr)
+	} else {
 		var fields map[string]json.RawMessage
 		if json.Unmarshal(raw, &fields) == nil && fields != nil {
 			if _, has := fields["output"]; !has {

@@ -487,27 +487,15 @@ func (w *worker) noteSignals(e *engine.Engine, threads int) {
 	}
 	if !w.saidSignals.Load() {
 		if u, ok := e.SignalUse(); ok && w.saidSignals.CompareAndSwap(false, true) {
-			w.fw.send(frameNotice, []byte(signalNotice(u, threads)))
+			w.fw.send(frameNotice, []byte(u.SignalWarning(threads)))
 		}
 	}
 	if w.saidFork.Load() {
 		return
 	}
 	if u, ok := e.ForkUse(); ok && w.saidFork.CompareAndSwap(false, true) {
-		w.fw.send(frameNotice, []byte(fmt.Sprintf("%s forks (os.fork; multiprocessing's fork start method calls it) while cases run on %d threads a process: a child forked while other threads run can deadlock on a lock one of them held, and its case then times out or scores differently. Use 1 thread a process (the default) and more processes instead",
-			u, threads)))
+		w.fw.send(frameNotice, []byte(u.ForkWarning(threads)))
 	}
-}
-
-// signalNotice is what a user hears once of a metric that sets signal
-// handlers while cases run on several threads.
-func signalNotice(u engine.SignalUse, threads int) string {
-	ran := ""
-	if !u.MainThread {
-		ran = ", and it already ran on another thread and raised ValueError"
-	}
-	return fmt.Sprintf("%s sets a signal handler (signal.signal)%s; only the main thread can: with %d threads a process, cases scored on the other %d get ValueError: signal only works in main thread of the main interpreter (a grader that catches it may score them 0). Use 1 thread a process (the default) and more processes instead",
-		u, ran, threads, threads-1)
 }
 
 func mustJSON(v any) []byte {
