@@ -182,7 +182,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
 		return code
 	}
-	if !required(stderr, "bench", "metric", *metric) || missingFiles(stderr, "bench", "metric", *metric) {
+	if !required(stderr, "bench", "metric", *metric) || missingFiles(stderr, "bench", "metric", *metric) || venvRefused(stderr, "bench") {
 		return exitUsage
 	}
 	renamed(fs, stderr)

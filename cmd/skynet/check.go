@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
+	"sync"
 
 	"github.com/skynetml/skynet/caseio"
 	"github.com/skynetml/skynet/engine"
@@ -30,7 +32,8 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	if !required(stderr, "check", "metric", *metric, "data", *data) || missingFiles(stderr, "check", "metric", *metric) ||
-		stdinData(stderr, "check", *data) || caseFile(stderr, "check", *data) {
+		stdinData(stderr, "check", *data) || caseFile(stderr, "check", *data) || missingFiles(stderr, "check", "data", *data) ||
+		venvRefused(stderr, "check") {
 		return exitUsage
 	}
 	cases, badLines, err := readSamples(*data, *samples)
@@ -54,6 +57,15 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		sv.processes = 1
 	}
 	opts := sv.poolOptions("check", engine.Options{Metric: *metric, Samples: *samples, Timeout: *timeout, LLM: client}, 0, stderr)
+	// The pool's warnings come after the checks, leaving out what a check
+	// already says (the threads notice): once each, in one wording.
+	var warnMu sync.Mutex
+	var warnings []string
+	opts.OnWarning = func(msg string) {
+		warnMu.Lock()
+		warnings = append(warnings, msg)
+		warnMu.Unlock()
+	}
 	var checks []engine.Check
 	p, err := pool.Open(opts)
 	if ce, isCheck := errors.AsType[*engine.CheckError](err); isCheck {
@@ -100,6 +112,13 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 			}
 		}
 	}
+	warnMu.Lock()
+	for _, w := range warnings {
+		if !slices.ContainsFunc(checks, func(c engine.Check) bool { return c.Message == w }) {
+			fmt.Fprintf(stderr, "skynet check: warning: %s\n", w)
+		}
+	}
+	warnMu.Unlock()
 	if !ok {
 		return exitCheck
 	}

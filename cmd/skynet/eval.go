@@ -40,7 +40,8 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	if !required(stderr, "eval", "program", *program, "artifact", *artifactPath, "metric", *metric, "data", *data) ||
-		missingFiles(stderr, "eval", "program", *program, "metric", *metric) || stdinData(stderr, "eval", *data) {
+		missingFiles(stderr, "eval", "program", *program, "metric", *metric) || stdinData(stderr, "eval", *data) ||
+		missingPath(stderr, "eval", "data", *data) || venvRefused(stderr, "eval") {
 		return exitUsage
 	}
 	sv := svFlags
@@ -70,6 +71,15 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "skynet eval: %v\n", err)
 		return exitUsage
 	}
+	// Every row is read: a repeated id is refused before a result is written.
+	ids := make(map[string]int, len(cases))
+	for i, c := range cases {
+		if prev, dup := ids[c.ID]; dup {
+			fmt.Fprintf(stderr, "skynet eval: %s: %v: nothing was evaluated\n", *data, &duplicateIDError{id: c.ID, line: i + 1, prev: prev, what: "row"})
+			return exitUsage
+		}
+		ids[c.ID] = i + 1
+	}
 	artifactText := strings.TrimRight(string(artifact), "\n")
 	shard, err := sf.spec()
 	if err != nil {
@@ -87,13 +97,7 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 	}
 	defer dest.close()
 	summary, done := dest.summary, dest.done
-	if id, ok := foreignID(done, func(yield func(string) bool) {
-		for _, c := range cases {
-			if shard.takes(c.ID) && !yield(c.ID) {
-				return
-			}
-		}
-	}); ok {
+	if id, ok := foreignID(done, func(id string) bool { return ids[id] > 0 && shard.takes(id) }); ok {
 		fmt.Fprintf(stderr, "skynet eval: --resume: %s\n", foreignMessage(*out, shard.of(*data), id))
 		return exitUsage
 	}
@@ -102,7 +106,7 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "skynet eval: %v\n", err)
 		return exitUsage
 	}
-	tasks, readErr := datasetTasks(cases, done, shard)
+	tasks := datasetTasks(cases, done, shard)
 	if dest.order != nil {
 		for i, c := range cases {
 			if done[c.ID] {
@@ -120,7 +124,7 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 		RunTimeout: *runTimeout, LLM: client}, len(cases)-len(done), stderr)
 	s := sv.supervisor("eval", opts, client, results, stderr)
 	s.artifact = artifactText
-	s.tasks, s.readErr, s.shard, s.kept, s.order = tasks, readErr, shard, dest.kept, dest.order
+	s.tasks, s.shard, s.kept, s.order = tasks, shard, dest.kept, dest.order
 	s.noCases = func() string {
 		return fmt.Sprintf("no row of %s could be read as a case (see the input errors in the results)", *data)
 	}
@@ -167,21 +171,14 @@ func refuseOverwrite(out string, inputs []inputFile) error {
 
 // datasetTasks hands the dataset's cases to the supervisor; a repeated
 // id stops the input.
-func datasetTasks(cases []engine.Case, done map[string]bool, shard shardSpec) (iter.Seq[*pool.Task], func() error) {
-	var err error
-	tasks := func(yield func(*pool.Task) bool) {
-		ids := newIDSet(0)
+func datasetTasks(cases []engine.Case, done map[string]bool, shard shardSpec) iter.Seq[*pool.Task] {
+	return func(yield func(*pool.Task) bool) {
 		for i, c := range cases {
-			if prev, dup := ids.add(c.ID, i+1); dup {
-				err = &errDuplicate{id: c.ID, line: i + 1, prev: prev, what: "row"}
-				return
-			}
 			if shard.takes(c.ID) && !done[c.ID] && !yield(pool.NewTask(c, i+1, true)) {
 				return
 			}
 		}
 	}
-	return tasks, func() error { return err }
 }
 
 // printResumed says what --resume kept and, since the run's own mean

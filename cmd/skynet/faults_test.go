@@ -215,7 +215,15 @@ func TestLoadFaults(t *testing.T) {
 
 // skynetOut runs the binary and returns its exit code, stdout and stderr.
 func skynetOut(t *testing.T, args ...string) (int, string, string) {
+	return skynetEnv(t, nil, args...)
+}
+
+// skynetEnv is skynetOut with env added to the environment.
+func skynetEnv(t *testing.T, env []string, args ...string) (int, string, string) {
 	cmd := exec.Command(skynetBin(t), args...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	return exitCode(t, cmd.Run()), out.String(), errb.String()

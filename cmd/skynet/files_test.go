@@ -129,17 +129,26 @@ func TestResumeRefusesForeignResults(t *testing.T) {
 }
 
 // Ids are unique after normalisation: a case without an id is named by its
-// line number, so line 1 without one and "id": 1 collide, and the run says
-// which lines.
+// line number, so line 1 without one and "id": 1 collide. The later line's
+// result is an input error naming both lines, the lines after it are
+// scored, and stderr says so as it happens: one result a line, as ever.
 func TestRepeatedIDs(t *testing.T) {
 	dir := t.TempDir()
-	data := writeFile(t, dir, "cases.jsonl", `{"input": {}, "output": "a"}`+"\n"+`{"id": 1, "input": {}, "output": "b"}`+"\n")
+	data := writeFile(t, dir, "cases.jsonl", `{"input": {}, "output": "x", "expected": {"label": "x"}}`+"\n"+
+		`{"id": 1, "input": {}, "output": "b", "expected": {"label": "b"}}`+"\n"+
+		`{"id": "c", "input": {}, "output": "c", "expected": {"label": "c"}}`+"\n")
 	code, out, errOut := skynet("score", "--metric", example+"metric.py", "--data", data)
-	assert.Equal(t, exitUsage, code)
+	assert.Equal(t, exitOK, code, errOut)
 	assert.Contains(t, errOut, `line 2: case id "1" is also the id of line 1`)
-	for _, r := range resultLines(t, out) {
-		assert.Equal(t, "1", r.ID, "what was written before the repeat is kept, once")
-	}
+	lines := resultLines(t, out)
+	require.Len(t, lines, 3, "one result per line")
+	assert.Equal(t, []string{"1", "1", "c"}, []string{lines[0].ID, lines[1].ID, lines[2].ID})
+	assert.Nil(t, lines[0].Error)
+	require.NotNil(t, lines[1].Error)
+	assert.Equal(t, "input", string(lines[1].Error.Kind))
+	assert.Contains(t, lines[1].Error.Message, `line 2: case id "1" is also the id of line 1`)
+	assert.Nil(t, lines[2].Error, "the lines after the repeat are scored")
+	assert.Contains(t, errOut, "errors: 1 (input 1)")
 }
 
 // A case file that starts with a UTF-8 byte order mark scores its first

@@ -17,24 +17,26 @@ import (
 
 const datasetDir = "../../testdata/dataset/"
 
-// A CSV given to skynet score is said, once, not to be JSONL, with the
-// command that reads datasets; every line still has its result, and since
-// none was a case, the run exits 2, not 0 with a mean of 0.
+// A CSV file given to skynet score is refused before a result is written
+// (exit 2), said once not to be JSONL, with the command that reads
+// datasets; --out is not even created.
 func TestScoreCSVIsNotJSONL(t *testing.T) {
 	code, out, errOut := skynet("score", "--metric", example+"metric.py", "--data", datasetDir+"tickets.csv")
 	assert.Equal(t, exitUsage, code, errOut)
 	assert.Equal(t, 1, strings.Count(errOut, "is not JSONL"), errOut)
 	assert.Contains(t, errOut, `skynet score: ../../testdata/dataset/tickets.csv is not JSONL: line 1 does not start with "{"`)
 	assert.Equal(t, 1, strings.Count(errOut, "skynet eval --data ../../testdata/dataset/tickets.csv"), errOut)
-	assert.Contains(t, errOut, "no line of ../../testdata/dataset/tickets.csv is a case (see the input errors in the results): the metric was not called")
-	lines := resultLines(t, out)
-	require.Len(t, lines, 6, "one result per line, none skipped")
-	for _, r := range lines {
-		require.NotNil(t, r.Error)
-		assert.Equal(t, "input", string(r.Error.Kind))
-	}
+	assert.Empty(t, out, "no result written")
+	outPath := filepath.Join(t.TempDir(), "results.jsonl")
+	code, out, errOut = skynet("score", "--metric", example+"metric.py", "--data", datasetDir+"tickets.csv", "--out", outPath)
+	assert.Equal(t, exitUsage, code, errOut)
+	assert.Contains(t, errOut, "is not JSONL")
+	assert.Empty(t, out)
+	assert.NoFileExists(t, outPath)
 
-	// From standard input, the same (the built binary, to give it stdin).
+	// Standard input cannot be looked at first: every line still gets its
+	// result, the hint comes at once, and since none was a case, the run
+	// exits 2, not 0 with a mean of 0 (the built binary, to give it stdin).
 	csv, err := os.ReadFile(datasetDir + "tickets.csv")
 	require.NoError(t, err)
 	code, results, errOut, _ := runCLI(t, csv, "score", "--metric", example+"metric.py", "--data", "-")
@@ -68,8 +70,8 @@ func TestScoreNotJSONLFirstLineButCases(t *testing.T) {
 	assert.Nil(t, lines[1].Error)
 }
 
-// A missing metric (or program) file is a file error, exit 2 at once, for
-// every command, as a missing data file is.
+// A missing metric, program or data file is a file error, exit 2 at once,
+// for every command, naming the flag.
 func TestMissingMetricIsAFileError(t *testing.T) {
 	const missing = "../../testdata/no/metric.py"
 	prog, art := "../../testdata/programs/keywords.py", datasetDir+"keywords.txt"
@@ -82,7 +84,9 @@ func TestMissingMetricIsAFileError(t *testing.T) {
 		{[]string{"eval", "--metric", missing, "--program", prog, "--artifact", art, "--data", datasetDir + "tickets.csv"}, "skynet eval: --metric " + missing + ": no such file"},
 		{[]string{"eval", "--metric", example + "metric.py", "--program", "no/program.py", "--artifact", art, "--data", datasetDir + "tickets.csv"}, "skynet eval: --program no/program.py: no such file"},
 		{[]string{"score", "--metric", example, "--data", example + "cases.jsonl"}, "is a directory, not a file"},
-		{[]string{"score", "--metric", example + "metric.py", "--data", "no/such/cases.jsonl"}, "no/such/cases.jsonl"},
+		{[]string{"score", "--metric", example + "metric.py", "--data", "no/such/cases.jsonl"}, "skynet score: --data no/such/cases.jsonl: no such file"},
+		{[]string{"check", "--metric", example + "metric.py", "--data", "no/such/cases.jsonl"}, "skynet check: --data no/such/cases.jsonl: no such file"},
+		{[]string{"eval", "--metric", example + "metric.py", "--program", prog, "--artifact", art, "--data", "no/dataset"}, "skynet eval: --data no/dataset: no such file or directory"},
 	} {
 		t.Run(strings.Join(tc.args[:3], " "), func(t *testing.T) {
 			code, out, errOut := skynet(tc.args...)
@@ -589,3 +593,26 @@ def score(input, output, expected=None):
 	}
 	assert.Contains(t, errOut, "named scores: alpha 0.5000 (2), mid 0.2500 (2), zeta 1.0000 (2)")
 }
+
+// A line that is not UTF-8, or longer than --max-line-bytes, is an input
+// error named by the id read from it before the problem, and the message
+// says where the bad byte is, or which flag raises the cap.
+func TestBadLineIDsAndMessages(t *testing.T) {
+	dir := t.TempDir()
+	data := writeFile(t, dir, "cases.jsonl", `{"id": "a", "input": {}, "output": "x", "expected": {"label": "x"}}`+"\n"+
+		`{"id": "latin", "input": {"m": "caf`+"\xe9"+`"}, "output": "x", "expected": {"label": "x"}}`+"\n"+
+		`{"id": "long", "input": {"m": "`+strings.Repeat("x", 300)+`"}, "output": "x", "expected": {"label": "x"}}`+"\n"+
+		`{"input": {"m": "`+strings.Repeat("x", 300)+`"}, "output": "x", "id": "late"}`+"\n")
+	code, out, errOut := skynet("score", "--metric", example+"metric.py", "--data", data, "--max-line-bytes", "200")
+	assert.Equal(t, exitOK, code, errOut)
+	lines := resultLines(t, out)
+	require.Len(t, lines, 4)
+	assert.Equal(t, []string{"a", "latin", "long", "4"}, []string{lines[0].ID, lines[1].ID, lines[2].ID, lines[3].ID})
+	require.NotNil(t, lines[1].Error)
+	assert.Equal(t, "line 2: not valid UTF-8: byte 0xE9 at byte 36 of the line (a file saved in another encoding, such as Latin-1 or UTF-16? iconv -f LATIN1 -t UTF-8 converts one)", lines[1].Error.Message)
+	for _, r := range lines[2:] {
+		require.NotNil(t, r.Error)
+		assert.Contains(t, r.Error.Message, "longer than 200 bytes, the case-line limit (--max-line-bytes raises it)")
+	}
+}
+

@@ -22,6 +22,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/skynetml/skynet/cpython"
 	"github.com/skynetml/skynet/internal/suggest"
 	"github.com/skynetml/skynet/llm"
 	"github.com/skynetml/skynet/skynetmod"
@@ -198,6 +199,32 @@ func missingFiles(stderr io.Writer, cmd string, pairs ...string) bool {
 		default:
 			continue
 		}
+		return true
+	}
+	return false
+}
+
+// missingPath is missingFiles for a flag that takes a file or a directory
+// (eval's dataset).
+func missingPath(stderr io.Writer, cmd, name, path string) bool {
+	if _, err := os.Stat(path); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			fmt.Fprintf(stderr, "skynet %s: --%s %s: no such file or directory\n", cmd, name, path)
+		} else {
+			fmt.Fprintf(stderr, "skynet %s: --%s: %v\n", cmd, name, err)
+		}
+		return true
+	}
+	return false
+}
+
+// venvRefused refuses a virtualenv of another Python major.minor before
+// anything is read or written (cpython.CheckVenv): no import of its packages
+// would work. One of another patch release or installation is warned of
+// by the pool, which every command's workers start from.
+func venvRefused(stderr io.Writer, cmd string) bool {
+	if e := cpython.CheckVenv(""); e != nil && e.Fatal() {
+		fmt.Fprintf(stderr, "skynet %s: %v\n", cmd, e)
 		return true
 	}
 	return false

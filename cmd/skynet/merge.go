@@ -126,12 +126,32 @@ func mergeIDs(data string, eval bool, split string, maxLine int) (ids []string, 
 		return nil, false, err
 	}
 	defer f.Close()
-	info := &inputInfo{notJSONL: func(int, []byte) { rows = true }}
-	tasks, readErr, _ := caseTasks(f, data, nil, maxLine, whole, info)
-	for t := range tasks {
-		ids = append(ids, t.ID)
+	cr := caseio.NewReader(f)
+	cr.MaxLineBytes = maxLine
+	seen := newIDSet(0)
+	for {
+		line, err := cr.NextLine()
+		if err == io.EOF {
+			return ids, rows, nil
+		}
+		le, bad := err.(*caseio.LineError)
+		if err != nil && !bad {
+			return nil, false, fmt.Errorf("%s: %w", data, err)
+		}
+		n := cr.Line()
+		if !bad && (len(ids) == 0 && line[0] != '{' || len(ids) < rowLikeLines && looksLikeRow(line)) {
+			rows = true
+		}
+		var lineErr error
+		if bad {
+			lineErr = le
+		}
+		id := caseio.LineID(line, n, lineErr)
+		if prev, dup := seen.add(id, n); dup {
+			return nil, false, fmt.Errorf("%s: %w", data, &duplicateIDError{id: id, line: n, prev: prev, what: "line"})
+		}
+		ids = append(ids, id)
 	}
-	return ids, rows || info.rowLike.Load(), readErr()
 }
 
 // datasetIDs are the ids of a dataset's cases (of one split), in order.

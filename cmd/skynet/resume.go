@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"iter"
-	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -18,6 +16,7 @@ import (
 	"sync"
 
 	"github.com/skynetml/skynet/caseio"
+
 	"github.com/skynetml/skynet/engine"
 )
 
@@ -56,11 +55,17 @@ func resumeResults(path string, retryFailed bool) (done map[string]bool, kept me
 		if t.kind == engine.KindCanceled {
 			continue
 		}
+		if t.kind == engine.KindInput {
+			// Read again: the line may be fixed now. A repeated id's line
+			// has one too, with the id of the line it repeats.
+			order.dropped[t.kind]++
+			continue
+		}
 		if seen[id] {
 			return nil, kept, nil, nil, fmt.Errorf("%s:%d: case id %q appears twice; --resume needs unique ids", path, n, id)
 		}
 		seen[id] = true
-		if t.kind == engine.KindInput || (retryFailed && t.kind != "") {
+		if retryFailed && t.kind != "" {
 			order.dropped[t.kind]++
 			continue
 		}
@@ -241,18 +246,13 @@ func lineLength(r *bufio.Reader) (int64, error) {
 	}
 }
 
-// foreignID returns an id of done that is not among the data's ids: a
-// results file from another dataset.
-func foreignID(done map[string]bool, ids iter.Seq[string]) (string, bool) {
-	if len(done) == 0 {
-		return "", false
-	}
-	left := maps.Clone(done)
-	for id := range ids {
-		delete(left, id)
-	}
-	for id := range left {
-		return id, true
+// foreignID returns an id of done that the data does not have (has is
+// false): a results file from another dataset.
+func foreignID(done map[string]bool, has func(id string) bool) (string, bool) {
+	for id := range done {
+		if !has(id) {
+			return id, true
+		}
 	}
 	return "", false
 }
@@ -261,29 +261,30 @@ func foreignMessage(out, data, id string) string {
 	return fmt.Sprintf("%s has a result for case %q, which is not in %s: is it the results of another dataset? (use another --out, or delete it to start over)", out, id, data)
 }
 
-// fileIDs reads the ids of a case file (for --resume's check); bad lines
-// have the ids a run gives them.
-func fileIDs(path string, maxLine int) iter.Seq[string] {
-	return func(yield func(string) bool) {
-		f, err := os.Open(path)
-		if err != nil {
-			return
+// fileIDs is the set of a case file's ids, as a run names its cases' results
+// (caseio.LineID), for --resume's check; nil when it cannot be read.
+func fileIDs(path string, maxLine int) map[string]bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	ids := map[string]bool{}
+	cr := caseio.NewReader(f)
+	cr.MaxLineBytes = maxLine
+	for {
+		line, err := cr.NextLine()
+		if err == io.EOF {
+			return ids
 		}
-		defer f.Close()
-		cr := caseio.NewReader(f)
-		cr.MaxLineBytes = maxLine
-		for {
-			c, err := cr.Next()
-			if err == io.EOF {
-				return
-			}
-			var le *caseio.LineError
-			if err != nil && !errors.As(err, &le) {
-				return
-			}
-			if !yield(c.ID) {
-				return
-			}
+		le, bad := err.(*caseio.LineError)
+		if err != nil && !bad {
+			return nil
 		}
+		var lineErr error
+		if bad {
+			lineErr = le
+		}
+		ids[caseio.LineID(line, cr.Line(), lineErr)] = true
 	}
 }

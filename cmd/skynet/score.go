@@ -41,7 +41,7 @@ func runScore(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	if !required(stderr, "score", "metric", *metric, "data", *data) || missingFiles(stderr, "score", "metric", *metric) ||
-		caseFile(stderr, "score", *data) {
+		caseFile(stderr, "score", *data) || (*data != "-" && missingFiles(stderr, "score", "data", *data)) || venvRefused(stderr, "score") {
 		return exitUsage
 	}
 	renamed(fs, stderr)
@@ -51,14 +51,24 @@ func runScore(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	*out = shard.outPath(*out)
-	in, total, empty, err := openCases(*data)
+	name := *data
+	if name == "-" {
+		name = "standard input"
+	}
+	in, head, err := openCases(*data)
 	if err != nil {
 		fmt.Fprintf(stderr, "skynet score: %v\n", err)
 		return exitUsage
 	}
 	defer in.Close()
-	if empty {
+	total := head.lines
+	switch {
+	case head.empty:
 		fmt.Fprintf(stderr, "skynet score: %s has no cases: it is empty or holds only blank lines\n", *data)
+		return exitUsage
+	case head.notCases(*data):
+		// Refused before a result is written: each row would be an input error.
+		fmt.Fprintf(stderr, "skynet score: %s\n", notJSONLMessage(name, head.firstLine, *data, true))
 		return exitUsage
 	}
 	dest, err := resultsOutput(*out, *resume, *retry, []inputFile{
@@ -72,7 +82,8 @@ func runScore(args []string, stdout, stderr io.Writer) int {
 	defer dest.close()
 	summary, done := dest.summary, dest.done
 	if len(done) > 0 && *data != "-" {
-		if id, ok := foreignID(done, shard.filter(fileIDs(*data, sv.maxLine))); ok {
+		ids := fileIDs(*data, sv.maxLine)
+		if id, ok := foreignID(done, func(id string) bool { return ids[id] && shard.takes(id) }); ok {
 			fmt.Fprintf(stderr, "skynet score: --resume: %s\n", foreignMessage(*out, shard.of(*data), id))
 			return exitUsage
 		}
@@ -82,24 +93,19 @@ func runScore(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "skynet score: %v\n", err)
 		return exitUsage
 	}
-	name := *data
-	if name == "-" {
-		name = "standard input"
-	}
 	var saidHint atomic.Bool
 	info := &inputInfo{total: total, notJSONL: func(line int, text []byte) {
-		hint := ""
-		if looksCSV(*data, text) {
-			saidHint.Store(true)
-			hint = "; " + evalHint(*data)
-		}
-		fmt.Fprintf(stderr, "skynet score: %s is not JSONL: line %d does not start with \"{\" (a case file has one JSON object a line: {\"id\", \"input\", \"output\", \"expected\"})%s\n",
-			name, line, hint)
+		csv := looksCSV(*data, text)
+		saidHint.Store(csv)
+		fmt.Fprintf(stderr, "skynet score: %s\n", notJSONLMessage(name, line, *data, csv))
 	}}
 	if dest.order != nil {
 		info.keptAt = dest.order.keptAt
 	}
-	tasks, readErr, foreign := caseTasks(in, *data, done, sv.maxLine, shard, info)
+	info.repeated = func(d *duplicateIDError) {
+		fmt.Fprintf(stderr, "skynet score: %s %v: that line's result is an input error\n", name, d)
+	}
+	tasks, readErr, foreign := caseTasks(in, *data, done, sv.maxLine, shard, newIDSet(total), info)
 	client, err := models.client()
 	if err != nil {
 		fmt.Fprintf(stderr, "skynet score: %v\n", err)
@@ -142,61 +148,102 @@ func evalHint(data string) string {
 	return fmt.Sprintf("to evaluate a dataset (CSV, or JSONL rows of columns), use skynet eval --data %s --program program.py --artifact FILE --metric metric.py", data)
 }
 
-// openCases opens the case file and counts its lines for the progress bar;
-// empty says a regular file holds no case line at all (nothing, or only a
-// byte order mark and blank lines), which standard input is told at its end.
-// The count streams the file through a small buffer: reading it whole cost
-// a run of a 25 MB file a tenth of its parent's CPU in copies and page faults.
-func openCases(path string) (in io.ReadCloser, total int, empty bool, err error) {
+// notJSONLMessage says a case file is not JSONL, from its first line's
+// number, pointing to skynet eval when it looks like a CSV file.
+func notJSONLMessage(name string, line int, data string, csv bool) string {
+	hint := ""
+	if csv {
+		hint = "; " + evalHint(data)
+	}
+	return fmt.Sprintf("%s is not JSONL: line %d does not start with \"{\" (a case file has one JSON object a line: {\"id\", \"input\", \"output\", \"expected\"})%s",
+		name, line, hint)
+}
+
+// caseFileHead is what openCases learns of a regular file before it is
+// scored, in one pass through a small buffer (reading it whole cost a run of
+// a 25 MB file a tenth of its parent's CPU in copies and page faults).
+type caseFileHead struct {
+	lines     int      // for the progress bar (a last one without its newline too)
+	empty     bool     // nothing but a byte order mark and blank space
+	first     [][]byte // the first two lines that are not blank (their first 4 KiB)
+	firstLine int      // the first one's number
+}
+
+// notCases says the file is a CSV (or TSV) file, not JSONL: its first line
+// looks like a header and the next is not a JSON object either, so every
+// line would be an input error.
+func (h caseFileHead) notCases(path string) bool {
+	if len(h.first) == 0 || h.first[0][0] == '{' || !looksCSV(path, h.first[0]) {
+		return false
+	}
+	return len(h.first) == 1 || h.first[1][0] != '{'
+}
+
+// openCases opens the case file; a regular file is read through once first
+// (caseFileHead), standard input and pipes are not.
+func openCases(path string) (in io.ReadCloser, head caseFileHead, err error) {
 	if path == "-" {
-		return io.NopCloser(os.Stdin), 0, false, nil
+		return io.NopCloser(os.Stdin), head, nil
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, 0, false, err
+		return nil, head, err
 	}
 	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
-		if total, empty, err = scanLines(f); err == nil {
+		if head, err = scanHead(f); err == nil {
 			_, err = f.Seek(0, io.SeekStart)
 		}
 		if err != nil {
 			f.Close()
-			return nil, 0, false, err
+			return nil, head, fmt.Errorf("%s: %w", path, err)
 		}
 	}
-	return f, total, empty, nil
+	return f, head, nil
 }
 
-// scanLines counts r's lines (a last one without its newline too) and says
-// whether r holds nothing but a byte order mark and blank space.
-func scanLines(r io.Reader) (lines int, empty bool, err error) {
+// scanHead reads r through for its caseFileHead.
+func scanHead(r io.Reader) (h caseFileHead, err error) {
 	buf := make([]byte, 256<<10)
-	empty = true
+	h.empty = true
 	last := byte('\n')
-	first := true
+	bom := true
 	for {
 		n, err := r.Read(buf)
 		chunk := buf[:n]
-		lines += bytes.Count(chunk, []byte{'\n'})
-		if n > 0 {
-			last = chunk[n-1]
+		if bom && n > 0 {
+			chunk, bom = bytes.TrimPrefix(chunk, []byte("\ufeff")), false
 		}
-		if empty && n > 0 {
-			if first {
-				chunk = bytes.TrimPrefix(chunk, []byte("\ufeff"))
-			}
-			empty = len(bytes.Trim(chunk, " \t\r\n")) == 0
-			first = false
+		if len(h.first) < 2 && len(chunk) > 0 {
+			h.firstAt(chunk)
+		}
+		h.lines += bytes.Count(chunk, []byte{'\n'})
+		if n > 0 {
+			last = chunk[len(chunk)-1]
 		}
 		if err == io.EOF {
 			if last != '\n' {
-				lines++
+				h.lines++
 			}
-			return lines, empty, nil
+			return h, nil
 		}
 		if err != nil {
-			return 0, false, err
+			return h, err
 		}
+	}
+}
+
+// firstAt keeps the first lines that are not blank from chunk, the next
+// chunk of a file that has had h.lines lines before it.
+func (h *caseFileHead) firstAt(chunk []byte) {
+	for i, line := 0, chunk; len(line) > 0 && len(h.first) < 2; i++ {
+		text, rest, _ := bytes.Cut(line, []byte{'\n'})
+		if t := bytes.Trim(text, " \t\r"); len(t) > 0 {
+			if h.empty {
+				h.empty, h.firstLine = false, h.lines+i+1
+			}
+			h.first = append(h.first, append([]byte(nil), t[:min(len(t), 4<<10)]...))
+		}
+		line = rest
 	}
 }
 
@@ -214,6 +261,9 @@ type inputInfo struct {
 	// keptAt, when set (--resume), learns the line of each case whose
 	// result was kept.
 	keptAt func(id string, line int)
+	// repeated, when set, learns of a line whose id an earlier line has
+	// (checked only on an input read once: caseTasks).
+	repeated func(*duplicateIDError)
 }
 
 // rowLikeLines is how many lines from the start are looked at for rowLike.
@@ -253,24 +303,21 @@ func looksCSV(path string, first []byte) bool {
 
 // caseTasks reads the case file as tasks are drawn (once) for the
 // supervisor: a bad line gets its input error here, ids already done
-// (--resume) are passed over, and a repeated id stops the input. It runs on
+// (--resume) are passed over, and a line that repeats an earlier line's id
+// (ids holds those read) gets an input error as its result, so every line
+// still has one. It runs on
 // the pool's own feeding goroutine, so a case crosses no goroutine of
 // cmd/skynet's on its way. Once the tasks are drawn, readErr says why the
 // input stopped early and foreign names a done id the input did not have.
 // info, when not nil, learns what the input holds (see inputInfo): a CSV
 // file, most likely, would otherwise be an input error a line and nothing
 // more.
-func caseTasks(in io.Reader, path string, done map[string]bool, maxLine int, shard shardSpec, info *inputInfo) (tasks iter.Seq[*pool.Task], readErr func() error, foreign func() (string, bool)) {
+func caseTasks(in io.Reader, path string, done map[string]bool, maxLine int, shard shardSpec, ids *idSet, info *inputInfo) (tasks iter.Seq[*pool.Task], readErr func() error, foreign func() (string, bool)) {
 	var err error
 	resumed := map[string]bool{}
 	tasks = func(yield func(*pool.Task) bool) {
 		cr := caseio.NewReader(in)
 		cr.MaxLineBytes = maxLine
-		hint := 0
-		if info != nil {
-			hint = info.total
-		}
-		ids := newIDSet(hint)
 		for {
 			line, rerr := cr.NextLine()
 			if rerr == io.EOF {
@@ -295,14 +342,20 @@ func caseTasks(in io.Reader, path string, done map[string]bool, maxLine int, sha
 				lerr = le
 			}
 			t := pool.LineTask(line, n, lerr, false)
-			if prev, dup := ids.add(t.ID, n); dup {
-				err = fmt.Errorf("%s: %w", path, &errDuplicate{id: t.ID, line: n, prev: prev, what: "line"})
-				return
+			prev, dup := ids.add(t.ID, n)
+			if dup {
+				// Its own result, an input error: a kept result of the
+				// same id (--resume) is the first line's, not this one's.
+				d := &duplicateIDError{id: t.ID, line: n, prev: prev, what: "line"}
+				if info != nil && info.repeated != nil {
+					info.repeated(d)
+				}
+				t = pool.LineTask(nil, n, &caseio.LineError{Line: n, ID: t.ID, Msg: d.message()}, false)
 			}
 			if !shard.takes(t.ID) {
 				continue // another shard's (ids are checked across the whole file all the same)
 			}
-			if done[t.ID] {
+			if done[t.ID] && !dup {
 				resumed[t.ID] = true
 				if info != nil && info.keptAt != nil {
 					info.keptAt(t.ID, n)

@@ -46,7 +46,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
 		return code
 	}
-	if !required(stderr, "serve", "metric", *metric) || missingFiles(stderr, "serve", "metric", *metric) {
+	if !required(stderr, "serve", "metric", *metric) || missingFiles(stderr, "serve", "metric", *metric) || venvRefused(stderr, "serve") {
 		return exitUsage
 	}
 	if (*program == "") != (*artifactPath == "") {

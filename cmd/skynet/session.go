@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"hash/maphash"
 	"io"
 	"strconv"
 	"syscall"
@@ -80,7 +79,8 @@ func (sv *supervisorFlags) poolOptions(cmd string, opts engine.Options, total in
 }
 
 func (sv *supervisorFlags) supervisor(cmd string, opts pool.Options, client *llm.Client, out, stderr io.Writer) *supervisor {
-	return &supervisor{cmd: cmd, withRun: cmd == "eval", opts: opts, client: client, stderr: stderr, out: out}
+	return &supervisor{cmd: cmd, withRun: cmd == "eval", opts: opts, client: client, stderr: stderr, out: out,
+		readErr: func() error { return nil }}
 }
 
 // runSupervised is what score and eval share once the input and output are
@@ -123,8 +123,11 @@ func runSupervised(s *supervisor, total int, done map[string]bool, summary, stde
 	if line := s.restartLine(); line != "" {
 		fmt.Fprintln(summary, line)
 	}
-	for _, n := range s.pool.Notices {
-		fmt.Fprintf(summary, "warning: %s\n", n)
+	if summary != stderr {
+		// Said on stderr as it happened; the summary, elsewhere, says it again.
+		for _, n := range s.pool.Notices {
+			fmt.Fprintf(summary, "warning: %s\n", n)
+		}
 	}
 	printResumed(summary, done, s.kept, s.st, s.order)
 	printModelUse(summary, modelUseOf(s.client))
@@ -174,66 +177,6 @@ func runSupervised(s *supervisor, total int, done map[string]bool, summary, stde
 		return exitCheck
 	}
 	return exitOK
-}
-
-// idSet finds repeated case ids: it keeps a 64-bit hash of each and the
-// line it came from, not the id itself, in an open-addressed table, so that
-// an id costs one probe (a map took a lookup and an insert: 8% of skynet
-// score's own CPU on a cheap grader).
-type idSet struct {
-	seed  maphash.Seed
-	slots []idSlot // a power of two, at most half full; hash 0 marks a free slot
-	n     int
-}
-
-type idSlot struct {
-	hash uint64
-	line int
-}
-
-// newIDSet returns a set for about hint ids (0: unknown), sized at once so
-// that it does not grow and rehash as a large file is read.
-func newIDSet(hint int) *idSet {
-	size := 1024
-	for size < 2*hint {
-		size *= 2
-	}
-	return &idSet{seed: maphash.MakeSeed(), slots: make([]idSlot, size)}
-}
-
-// add records id at line; a repeat returns the line it was first seen on.
-func (s *idSet) add(id string, line int) (prev int, dup bool) {
-	h := maphash.String(s.seed, id) | 1 // never 0
-	if 2*(s.n+1) > len(s.slots) {
-		s.grow()
-	}
-	sl := s.slot(h)
-	if sl.hash == h {
-		return sl.line, true
-	}
-	*sl = idSlot{hash: h, line: line}
-	s.n++
-	return 0, false
-}
-
-// slot is h's slot, or the free one where it goes.
-func (s *idSet) slot(h uint64) *idSlot {
-	mask := uint64(len(s.slots) - 1)
-	for i := h & mask; ; i = (i + 1) & mask {
-		if sl := &s.slots[i]; sl.hash == h || sl.hash == 0 {
-			return sl
-		}
-	}
-}
-
-func (s *idSet) grow() {
-	old := s.slots
-	s.slots = make([]idSlot, 2*len(old))
-	for _, sl := range old {
-		if sl.hash != 0 {
-			*s.slot(sl.hash) = sl
-		}
-	}
 }
 
 // processCount is the --processes flag: "auto" (0) or a count up to

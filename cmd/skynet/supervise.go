@@ -222,18 +222,6 @@ func modelUseOf(c *llm.Client) modelUse {
 	return u
 }
 
-// errDuplicate is a case id that is already the id of an earlier case.
-type errDuplicate struct {
-	id         string
-	line, prev int
-	what       string // "line" or "row"
-}
-
-func (e *errDuplicate) Error() string {
-	return fmt.Sprintf("%s %d: case id %q is also the id of %s %d (a case without an id is named by its %s number); ids must be unique",
-		e.what, e.line, e.id, e.what, e.prev, e.what)
-}
-
 // syncWriter wraps w so that the workers' stderr, the pool's notices and
 // this process's messages come out whole.
 func syncWriter(w io.Writer) io.Writer { return pool.SyncWriter(w) }
