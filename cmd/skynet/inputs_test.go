@@ -615,4 +615,3 @@ func TestBadLineIDsAndMessages(t *testing.T) {
 		assert.Contains(t, r.Error.Message, "longer than 200 bytes, the case-line limit (--max-line-bytes raises it)")
 	}
 }
-
