@@ -38,13 +38,23 @@ if [ ! -f "$venv/.complete" ]; then
   flock 9 # another make test may be making the same venv
   if [ ! -f "$venv/.complete" ]; then
     rm -rf "$venv"
-    echo "build/pyvenv.sh: making the pinned test venv (build/python-test.lock: $(grep -c '^[A-Za-z0-9]' "$lock") packages, from PyPI, about 800 MB installed) in $venv" >&2
+    echo "build/pyvenv.sh: making the pinned test venv (build/python-test.lock: $(grep -c '^[A-Za-z0-9]' "$lock") packages, from PyPI, about 1.2 GB installed) in $venv" >&2
     start=$SECONDS
     "$python" -m venv "$venv"
     if ! "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-input \
       --require-hashes --no-deps -r "$lock" >&2; then
       rm -rf "$venv"
       echo "build/pyvenv.sh: pip could not install build/python-test.lock: the tests of the peers' own code need PyPI (or a mirror: PIP_INDEX_URL)" >&2
+      exit 1
+    fi
+    # The build backend's wheel, kept for the tests that install the client
+    # with pip's ordinary resolution and build isolation, offline
+    # (--no-index --find-links): the same pinned, hashed flit_core.
+    awk '/^flit-core==/{p=1} p{print} p&&!/\\$/{exit}' "$lock" > "$venv/backend.txt"
+    if ! "$venv/bin/python" -m pip download --quiet --disable-pip-version-check --no-input \
+      --require-hashes --no-deps --only-binary=:all: -d "$venv/wheels" -r "$venv/backend.txt" >&2; then
+      rm -rf "$venv"
+      echo "build/pyvenv.sh: pip could not download flit_core (build/python-test.lock) from PyPI" >&2
       exit 1
     fi
     touch "$venv/.complete"

@@ -15,8 +15,16 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// TestMain starts the interpreter as a user of a venv does: with the pinned
+// test venv's python (VIRTUAL_ENV) when make test names it, so the venv's
+// packages are imported instead of Debian's dist-packages (which are then
+// not on sys.path at all), as under the venv's own python.
 func TestMain(m *testing.M) {
-	if err := cpython.Initialize(cpython.Config{}); err != nil {
+	var cfg cpython.Config
+	if venv := os.Getenv(testenv.VenvVar); venv != "" {
+		cfg.Executable = filepath.Join(venv, "bin", "python")
+	}
+	if err := cpython.Initialize(cfg); err != nil {
 		panic(err)
 	}
 	os.Exit(m.Run())
@@ -264,16 +272,32 @@ func TestDSPyMetric(t *testing.T) {
 	v, err := call(t, version, &Observation{})
 	require.NoError(t, err)
 	venv := testenv.Venv(t, v.(string))
-	sites, err := filepath.Glob(filepath.Join(venv, "lib", "python3.*", "site-packages"))
+	venv, err = filepath.EvalSymlinks(venv)
 	require.NoError(t, err)
-	require.Len(t, sites, 1, "site-packages of %s", venv)
 	peers, err := filepath.Abs("../testdata/peers")
 	require.NoError(t, err)
 	metric, err := filepath.Abs("../clients/python/testdata/metric.py")
 	require.NoError(t, err)
+
+	// The interpreter runs in the venv (TestMain), as under its python: its
+	// site-packages are importable and no other installation's are, so a
+	// Debian package (python3-typing-extensions) cannot shadow the pinned one.
+	where := function(t, "where", `
+import os, sys, typing_extensions
+def where():
+    sites = [os.path.realpath(p) for p in sys.path if p.endswith(("site-packages", "dist-packages"))]
+    return [os.path.realpath(sys.prefix), os.path.realpath(typing_extensions.__file__)] + sites
+`)
+	got, err := call(t, where, &Observation{})
+	require.NoError(t, err)
+	paths := got.([]any)
+	assert.Equal(t, venv, paths[0], "sys.prefix is the venv")
+	for _, p := range paths[1:] {
+		assert.True(t, strings.HasPrefix(p.(string), venv+string(filepath.Separator)), "%s is outside the venv %s", p, venv)
+	}
+
 	fn := function(t, "f", fmt.Sprintf(`
-import importlib.util, os, site, sys, traceback
-site.addsitedir(%q)  # the venv's packages, its .pth files read
+import importlib.util, os, sys, traceback
 sys.path.insert(0, %q)
 os.environ.setdefault("DSPY_CACHEDIR", %q)
 import dspy_calls, skynet
@@ -295,7 +319,7 @@ def f():
     except Exception:
         return [traceback.format_exc()]  # the whole traceback, into the test's failure
     return dspy_calls.check_all(got, reference)
-`, sites[0], peers, t.TempDir(), metric))
+`, peers, t.TempDir(), metric))
 	failed, err := call(t, fn, &Observation{})
 	require.NoError(t, err)
 	assert.Empty(t, failed, "what DSPy got from skynet.dspy_metric")

@@ -46,10 +46,14 @@ func TestPythonPeers(t *testing.T) {
 	}
 }
 
-// TestPythonClientPackage: clients/python installs as a package, from its
-// folder and from a git URL's subdirectory, with py.typed; the installed
-// package and the one file copied alone both score against skynet serve
-// in a venv that has nothing else.
+// TestPythonClientPackage: clients/python installs as a package with
+// pip's ordinary resolution and build isolation (no --no-deps), with the pip
+// a venv of the embedded CPython starts with (Debian's, from ensurepip) and
+// with the newest (the pinned venv's), from its folder and from a git URL's
+// subdirectory, with py.typed; the installed package and the one file
+// copied alone both score against skynet serve in a venv that has nothing
+// else. The build backend (flit_core) comes from the pinned venv's wheel,
+// not an index.
 func TestPythonClientPackage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and installs the Python client")
@@ -62,7 +66,8 @@ func TestPythonClientPackage(t *testing.T) {
 	run := func(name string, args ...string) string {
 		t.Helper()
 		cmd := exec.Command(name, args...)
-		cmd.Env = peerEnv(t, "PIP_DISABLE_PIP_VERSION_CHECK=1", "PIP_NO_INPUT=1")
+		cmd.Env = peerEnv(t, "PIP_DISABLE_PIP_VERSION_CHECK=1", "PIP_NO_INPUT=1", "PIP_NO_INDEX=1",
+			"PIP_FIND_LINKS="+filepath.Join(venv, "wheels"), "PIP_NO_CACHE_DIR=1")
 		out, err := cmd.CombinedOutput()
 		require.NoError(t, err, "%s %s:\n%s", name, strings.Join(args, " "), out)
 		return string(out)
@@ -75,19 +80,22 @@ func TestPythonClientPackage(t *testing.T) {
 	require.NotNil(t, m, "pyproject.toml has a version")
 	version := string(m[1])
 
-	// The wheel, built by the pinned flit_core (no backend fetched), then
-	// installed in a fresh venv with nothing from an index.
-	run(pinned, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "-w", filepath.Join(dir, "dist"), src)
+	fresh := filepath.Join(dir, "fresh")
+	run(python, "-m", "venv", fresh)
+	freshPip := run(filepath.Join(fresh, "bin", "python"), "-m", "pip", "--version")
+	newestPip := run(pinned, "-m", "pip", "--version")
+	t.Logf("pips: %s and %s", strings.TrimSpace(freshPip), strings.TrimSpace(newestPip))
+	require.Contains(t, newestPip, "pip 26.", "the pinned venv's pip is the newest (build/python-test.lock)")
+
+	// Into the fresh venv, with its own pip, from the folder.
+	run(filepath.Join(fresh, "bin", "python"), "-m", "pip", "install", src)
+	// With the newest pip: a wheel, and from a git URL's subdirectory, as
+	// pip install "git+https://.../skynet#subdirectory=clients/python" reads
+	// it (a repository holding this checkout's clients/python).
+	run(pinned, "-m", "pip", "wheel", "-w", filepath.Join(dir, "dist"), src)
 	wheels, err := filepath.Glob(filepath.Join(dir, "dist", "skynet_client-*.whl"))
 	require.NoError(t, err)
 	require.Len(t, wheels, 1)
-	fresh := filepath.Join(dir, "fresh")
-	run(python, "-m", "venv", fresh)
-	run(filepath.Join(fresh, "bin", "python"), "-m", "pip", "install", "--no-index", "--no-deps", wheels[0])
-
-	// From a git URL's subdirectory, as pip install
-	// "git+https://.../skynet#subdirectory=clients/python" reads it: a
-	// repository holding this checkout's clients/python.
 	repo := filepath.Join(dir, "repo")
 	require.NoError(t, os.MkdirAll(filepath.Join(repo, "clients"), 0o755))
 	run("cp", "-r", src, filepath.Join(repo, "clients", "python"))
@@ -95,7 +103,15 @@ func TestPythonClientPackage(t *testing.T) {
 		run("git", append([]string{"-C", repo}, args...)...)
 	}
 	target := filepath.Join(dir, "from-git")
-	run(pinned, "-m", "pip", "install", "--no-build-isolation", "--no-deps", "--target", target, "git+file://"+repo+"#subdirectory=clients/python")
+	run(pinned, "-m", "pip", "install", "--target", target, "git+file://"+repo+"#subdirectory=clients/python")
+	// The wheel's metadata, as every installer reads it: no extra that is
+	// not one (a classifier under [project.optional-dependencies] was).
+	meta := run(pinned, "-c", `import sys, zipfile
+z = zipfile.ZipFile(sys.argv[1])
+print(z.read(next(n for n in z.namelist() if n.endswith("METADATA"))).decode())`, wheels[0])
+	assert.Contains(t, meta, "Classifier: Typing :: Typed")
+	assert.Contains(t, meta, "Provides-Extra: ray")
+	assert.NotContains(t, meta, "Provides-Extra: classifiers")
 
 	// The one file, copied alone.
 	copied := filepath.Join(dir, "copied")
@@ -116,7 +132,7 @@ print(json.dumps({"file": sc.__file__, "score": r["score"], "typed": typed, "ver
 	for _, c := range []struct {
 		name, pythonPath string
 		typed            bool
-	}{{"wheel", "", true}, {"git", target, true}, {"copied", copied, false}} {
+	}{{"pip install", "", true}, {"git", target, true}, {"copied", copied, false}} {
 		cmd := exec.Command(filepath.Join(fresh, "bin", "python"), "-c", check, s.url)
 		cmd.Dir = dir // not clients/python: the import must come from what was installed
 		cmd.Env = append(os.Environ(), "PYTHONPATH="+c.pythonPath, "PYTHONNOUSERSITE=1")
