@@ -35,8 +35,10 @@ deps:
 	@bash build/deps.sh $(PY)
 	@$(or $(SAY_LIBPYTHON),:)
 
+# -buildvcs=auto: skynet version and a results file's OUT.meta.json name the
+# git revision built (a go env GOFLAGS=-buildvcs=false would drop it).
 build: deps
-	$(GO) build -o $(BIN) ./cmd/skynet
+	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/skynet
 
 # The pinned Python test venv (build/pyvenv.sh, build/python-test.lock): the
 # peers' own code (DSPy, GEPA, Math-Verify) for the tests that run it, made

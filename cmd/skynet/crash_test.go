@@ -37,7 +37,8 @@ func skynetBin(t *testing.T) string {
 			return
 		}
 		binPath = filepath.Join(dir, "skynet")
-		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
+		// As make build does: the revision recorded (skynet version).
+		out, err := exec.Command("go", "build", "-buildvcs=auto", "-o", binPath, ".").CombinedOutput()
 		if err != nil {
 			binErr = fmt.Errorf("%v: %s", err, out)
 		}
@@ -191,6 +192,9 @@ func TestResumeEndsInInputOrder(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			out := writeFile(t, dir, "results-"+strings.ReplaceAll(name, " ", "-")+".jsonl", text)
+			made, err := identityOf("score", "metric", example+"metric.py") // as the run that wrote it recorded
+			require.NoError(t, err)
+			require.NoError(t, writeIdentity(out, made))
 			code, summary, errOut := skynet("score", "--metric", example+"metric.py", "--data", data, "--out", out, "--resume")
 			require.Equal(t, exitOK, code, errOut)
 			assert.NotContains(t, errOut, "warning")
@@ -256,7 +260,12 @@ def score(input, output, expected=None):
 	assert.Equal(t, exitUsage, code)
 	assert.Contains(t, errOut, "--retry-failed needs --resume")
 
-	code, summary, errOut = skynet("score", "--metric", example+"metric.py", "--data", fixed, "--out", out, "--resume", "--retry-failed")
+	// The metric fixed: its results and the kept ones are two metrics', so
+	// the run must say it mixes them.
+	code, _, errOut = skynet("score", "--metric", example+"metric.py", "--data", fixed, "--out", out, "--resume", "--retry-failed")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, errOut, "resuming would put two metrics' scores under one mean")
+	code, summary, errOut = skynet("score", "--metric", example+"metric.py", "--data", fixed, "--out", out, "--resume", "--retry-failed", "--allow-mixed")
 	require.Equal(t, exitOK, code, errOut)
 	assert.Equal(t, []string{"a", "b", "c", "d"}, resultIDs(t, out))
 	assert.Equal(t, map[string]string{"a": "ok", "b": "ok", "c": "ok", "d": "ok"}, kinds(), "--retry-failed scores the failed case again")

@@ -139,7 +139,8 @@ func tableRows(t *testing.T, text, header string) [][]string {
 }
 
 var (
-	helpFlag = regexp.MustCompile(`^  -([a-z0-9-]+)`)
+	helpFlag = regexp.MustCompile(`^  --([a-z0-9-]+)`)
+	helpOld  = regexp.MustCompile(`--([a-z0-9-]+) \(now --`)
 	helpDef  = regexp.MustCompile(`\(default ([^()]*)\)$`)
 	codeSpan = regexp.MustCompile("`([^`]*)`")
 	flagSpan = regexp.MustCompile("`--([a-z0-9-]+)`")
@@ -154,6 +155,9 @@ func commandFlags(t *testing.T, cmd string) map[string]string {
 	flags := map[string]string{}
 	last := ""
 	for _, l := range strings.Split(out+errOut, "\n") {
+		for _, m := range helpOld.FindAllStringSubmatch(l, -1) {
+			flags[m[1]] = "" // an old name, still accepted
+		}
 		if m := helpFlag.FindStringSubmatch(l); m != nil {
 			last = m[1]
 			flags[last] = ""

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -28,9 +30,8 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 	limit := fs.Int("limit", 0, "evaluate at most this many rows (after --sample)")
 	sample := fs.Int("sample", 0, "evaluate a random sample of this many rows")
 	seed := fs.Uint64("seed", 0, "seed for --sample")
-	out := fs.String("out", "", "results file (JSONL); default standard output")
-	resume := fs.Bool("resume", false, "continue an interrupted run: keep --out's finished results and evaluate only the rest")
-	retry := fs.Bool("retry-failed", false, "with --resume: also evaluate again the cases whose result is an error (exception, timeout, crash...); input errors are always read again")
+	of := addOutputFlags(fs, "evaluate")
+	out := of.out
 	timeout := fs.Duration("timeout", engine.DefaultTimeout, "time limit per score call (at most 600s)")
 	runTimeout := fs.Duration("run-timeout", 0, "time limit per run call (default: --timeout, at most 600s)")
 	svFlags := addSupervisorFlags(fs)
@@ -80,6 +81,11 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 		}
 		ids[c.ID] = i + 1
 	}
+	if *outputs == "" {
+		// Not an error (a metric may not read expected), but the usual
+		// cause of every case failing with a TypeError about None.
+		fmt.Fprintf(stderr, "skynet eval: note: no --outputs, so every case's expected is None; %s\n", outputsHint(cases))
+	}
 	artifactText := strings.TrimRight(string(artifact), "\n")
 	shard, err := sf.spec()
 	if err != nil {
@@ -87,7 +93,12 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	*out = shard.outPath(*out)
-	dest, err := resultsOutput(*out, *resume, *retry, []inputFile{
+	made, err := identityOf("eval", "metric", *metric, "program", *program, "artifact", *artifactPath)
+	if err != nil {
+		fmt.Fprintf(stderr, "skynet eval: %v\n", err)
+		return exitUsage
+	}
+	dest, err := resultsOutput(of, made, []inputFile{
 		{"data", *data, "the dataset"}, {"program", *program, "the program"}, {"artifact", *artifactPath, "the artifact"},
 		{"metric", *metric, "the metric"}, {"prices", *models.prices, "the price file"}, {"llm-cache", *models.cache, "the model-reply cache"},
 	}, stdout, stderr)
@@ -132,7 +143,39 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 	if shard.Count > 1 {
 		total = 0
 	}
-	return runSupervised(s, max(0, total), done, summary, stderr)
+	code := runSupervised(s, max(0, total), done, summary, stderr)
+	if *outputs == "" && s.st.errors[engine.KindException] > 0 {
+		fmt.Fprintf(stderr, "skynet eval: %d case(s) raised, and no --outputs was given (expected is None): %s\n", s.st.errors[engine.KindException], outputsHint(cases))
+	}
+	return code
+}
+
+// outputsHint says how to name the dataset's label columns, listing the
+// columns its first row has (every one an input without --outputs).
+func outputsHint(cases []engine.Case) string {
+	for _, c := range cases {
+		raw, ok := c.Input.(json.RawMessage)
+		if !ok || c.Invalid() != nil {
+			continue
+		}
+		var cols []string
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+			continue
+		}
+		for dec.More() {
+			tok, err := dec.Token()
+			var skip json.RawMessage
+			if err != nil || dec.Decode(&skip) != nil {
+				break
+			}
+			cols = append(cols, tok.(string))
+		}
+		if len(cols) > 0 {
+			return fmt.Sprintf("name the columns that hold the answers with --outputs, e.g. --outputs %s (the dataset's columns: %s)", cols[len(cols)-1], strings.Join(cols, ", "))
+		}
+	}
+	return "name the columns that hold the answers with --outputs"
 }
 
 // inputFile is a file (or directory) a command reads: its flag, and what
@@ -237,13 +280,19 @@ type resultsDest struct {
 }
 
 // resultsOutput opens where results go: --out, or stdout. The summary goes
-// to stdout when results go to a file, else to stderr. With resume, the file
-// keeps its finished results (see resumeResults) and done holds their ids;
-// retryFailed drops its failed results too, to score them again.
-// A results file that is one of the command's inputs is refused.
-func resultsOutput(out string, resume, retryFailed bool, inputs []inputFile, stdout, stderr io.Writer) (resultsDest, error) {
+// to stdout when results go to a file, else to stderr. With --resume, the
+// file keeps its finished results (see resumeResults) and done holds their
+// ids; --retry-failed drops its failed results too, to score them again;
+// results made by another metric (made, against OUT.meta.json) are refused
+// unless --allow-mixed. A results file that is one of the command's inputs is
+// refused. Opening the file records made beside it.
+func resultsOutput(o outputFlags, made runIdentity, inputs []inputFile, stdout, stderr io.Writer) (resultsDest, error) {
+	out, resume, retryFailed := *o.out, *o.resume, *o.retry
 	if retryFailed && !resume {
 		return resultsDest{}, errors.New("--retry-failed needs --resume (and --out): it scores again the failed cases of a results file")
+	}
+	if *o.mix && !resume {
+		return resultsDest{}, errors.New("--allow-mixed needs --resume: it keeps the results another metric made")
 	}
 	if out == "" {
 		if resume {
@@ -263,6 +312,22 @@ func resultsOutput(out string, resume, retryFailed bool, inputs []inputFile, std
 			return resultsDest{}, err
 		}
 		flags = os.O_WRONLY | os.O_CREATE | os.O_APPEND
+		if len(d.done) > 0 {
+			was, ok, err := readIdentity(out)
+			switch {
+			case err != nil:
+				return resultsDest{}, err
+			case !ok:
+				fmt.Fprintf(stderr, "warning: --resume: nothing records what made the results in %s (no %s%s: an older skynet's, or another program's); they are kept as made by this run's %s\n", out, out, metaSuffix, made)
+			case was.same(made):
+				made.Started, made.Mixed = was.Started, was.Mixed
+			case !*o.mix:
+				return resultsDest{}, errors.New(changedMessage(out, was, made))
+			default:
+				fmt.Fprintf(stderr, "warning: --allow-mixed: %s keeps %d result(s) made by %s; this run's are made by %s, and the mean mixes both\n", out, len(d.done), was, made)
+				made.Mixed = append(was.Mixed, runIdentity{Skynet: was.Skynet, Command: was.Command, Started: was.Started, Files: was.Files})
+			}
+		}
 	}
 	var f *os.File
 	d.close = func() {
@@ -275,6 +340,9 @@ func resultsOutput(out string, resume, retryFailed bool, inputs []inputFile, std
 			if err := rewrite(); err != nil {
 				return nil, err
 			}
+		}
+		if err := writeIdentity(out, made); err != nil {
+			return nil, err
 		}
 		var err error
 		if f, err = os.OpenFile(out, flags, 0o644); err != nil {

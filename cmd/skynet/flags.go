@@ -97,12 +97,80 @@ func parseFlagsArgs(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (
 	return 0, true
 }
 
-// printHelp is what skynet CMD -h and skynet help CMD print.
+// commandHelp is each command's usage line and what it does, for -h.
+var commandHelp = map[string]struct{ usage, about string }{
+	"check": {"skynet check --metric metric.py --data CASES.jsonl [flags]",
+		"Load the metric in a worker process and run the contract check on --samples cases: exit 0 when every check passes, 1 when one fails."},
+	"score": {"skynet score --metric metric.py --data CASES.jsonl [--out RESULTS.jsonl [--resume]] [flags]",
+		"Score a case file (JSONL, one case a line; --data - reads standard input): one result a case, in input order, on standard output or in --out; a summary after them."},
+	"eval": {"skynet eval --program program.py --artifact FILE --metric metric.py --data DATASET --outputs COLUMNS [flags]",
+		"Run program.py's run(artifact, input) on a dataset's rows (JSONL or CSV, or a directory of split files) and score each output: results as skynet score's."},
+	"bench": {"skynet bench --metric metric.py [--file CASES.jsonl [--file-only]] [flags]",
+		"Time the engine, a pure-Python loop and subprocess baselines side by side; with --file, skynet score with N and 1 processes against the plain script and multiprocessing.Pool(N)."},
+	"serve": {"skynet serve --metric metric.py [--listen 127.0.0.1:8765] [flags]",
+		"Load the metric once and score over HTTP: POST /v1/score (NDJSON or JSON cases), POST /v1/rewards (OpenRLHF), GET /healthz, /livez, /metrics."},
+	"merge": {"skynet merge --data CASES.jsonl [--eval [--split S]] [--out RESULTS.jsonl] PART...",
+		"Put the results files of --shard runs together in input order, once every case has exactly one result."},
+}
+
+// flagValueNames name what a flag's value is, in -h, where its type would not.
+var flagValueNames = map[string]string{
+	"processes": "N|auto", "metric": "PATH", "program": "PATH", "python": "PATH", "data": "FILE", "out": "FILE",
+	"file": "FILE", "artifact": "FILE", "prices": "FILE", "llm-cache": "FILE", "shard": "I/N", "listen": "HOST:PORT",
+	"llm-base-url": "URL", "token": "TOKEN", "split": "NAME", "inputs": "COLUMNS", "outputs": "COLUMNS",
+}
+
+// renamedFlags are old flag names, kept working and left out of -h.
+var renamedFlags = map[string]string{"interpreters": "processes", "workers": "threads"}
+
+// printHelp is what skynet CMD -h and skynet help CMD print: the usage
+// line, what the command does, then each flag as it is typed (--name), its
+// value's form and its default.
 func printHelp(fs *flag.FlagSet, w io.Writer) {
-	fmt.Fprintf(w, "Usage of skynet %s:\n", fs.Name())
-	fs.SetOutput(w)
-	fs.PrintDefaults()
-	fs.SetOutput(io.Discard)
+	h, ok := commandHelp[fs.Name()]
+	if !ok {
+		h.usage = "skynet " + fs.Name() + " [flags]"
+	}
+	fmt.Fprintf(w, "usage: %s\n", h.usage)
+	if h.about != "" {
+		fmt.Fprintf(w, "\n%s\n", h.about)
+	}
+	fmt.Fprintf(w, "\nflags:\n")
+	var old []string
+	fs.VisitAll(func(f *flag.Flag) {
+		if now, ok := renamedFlags[f.Name]; ok {
+			old = append(old, fmt.Sprintf("--%s (now --%s)", f.Name, now))
+			return
+		}
+		kind, usage := flag.UnquoteUsage(f)
+		switch {
+		case kind == "": // a boolean flag takes no value
+		case flagValueNames[f.Name] != "":
+			kind = flagValueNames[f.Name]
+		case strings.HasSuffix(f.Name, "-model"):
+			kind = "MODEL"
+		case kind == "duration":
+			kind = "DURATION"
+		case kind == "int" || kind == "uint":
+			kind = "N"
+		case kind == "string" || kind == "value":
+			kind = "VALUE"
+		}
+		name := "--" + f.Name
+		if kind != "" {
+			name += " " + kind
+		}
+		if def := f.DefValue; def != "" && def != "0" && def != "false" {
+			if d, err := time.ParseDuration(def); err == nil {
+				def = seconds(d)
+			}
+			usage += " (default " + def + ")"
+		}
+		fmt.Fprintf(w, "  %-26s %s\n", name, usage)
+	})
+	if len(old) > 0 {
+		fmt.Fprintf(w, "\nold names, still accepted: %s\n", strings.Join(old, ", "))
+	}
 }
 
 // rawValue keeps the text a flag was given, for messages ("got 0", not

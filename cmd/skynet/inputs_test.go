@@ -615,3 +615,18 @@ func TestBadLineIDsAndMessages(t *testing.T) {
 		assert.Contains(t, r.Error.Message, "longer than 200 bytes, the case-line limit (--max-line-bytes raises it)")
 	}
 }
+
+// eval without --outputs gives every case expected None: it says so at the
+// start, and when cases raise, points to --outputs with the dataset's
+// columns, since a TypeError about None says nothing of the flag.
+func TestEvalWithoutOutputs(t *testing.T) {
+	code, out, errOut := skynet("eval", "--program", "../../testdata/programs/keywords.py", "--artifact", datasetDir+"keywords.txt",
+		"--metric", example+"metric.py", "--data", datasetDir+"tickets.csv")
+	assert.Equal(t, exitCheck, code, errOut)
+	assert.Contains(t, errOut, "skynet eval: note: no --outputs, so every case's expected is None")
+	assert.Regexp(t, `skynet eval: \d+ case\(s\) raised, and no --outputs was given \(expected is None\): name the columns that hold the answers with --outputs, e\.g\. --outputs label \(the dataset's columns: message, label\)`, errOut)
+	for _, r := range resultLines(t, out) {
+		require.NotNil(t, r.Error)
+		assert.Contains(t, r.Error.Message, "TypeError")
+	}
+}

@@ -449,7 +449,12 @@ func TestVersion(t *testing.T) {
 	cmd.Env = append(os.Environ(), "LD_LIBRARY_PATH=")
 	bin, err := cmd.CombinedOutput()
 	require.NoError(t, err, string(bin))
-	assert.Equal(t, out, string(bin), "the binary loads the same libpython as the test")
+	built := strings.SplitN(string(bin), "\n", 2)
+	assert.Equal(t, strings.SplitN(out, "\n", 2)[1], built[1], "the binary loads the same libpython as the test")
+	// Built as make build builds it, it names the revision it was built from.
+	if head, err := exec.Command("git", "rev-parse", "HEAD").Output(); err == nil {
+		assert.Regexp(t, `^skynet `+string(head[:12])+` \(\d{4}-\d\d-\d\d(, modified)?\) go`, built[0])
+	}
 }
 
 // uniqueIDs repeats a case file n times, each case with an id of its own

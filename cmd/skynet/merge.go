@@ -39,6 +39,11 @@ func runMerge(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "skynet merge: %v\n", err)
 		return exitUsage
 	}
+	made, err := partsIdentity(parts)
+	if err != nil {
+		fmt.Fprintf(stderr, "skynet merge: %v\n", err)
+		return exitUsage
+	}
 	if st, err := os.Stat(*data); !*eval && (err == nil && st.IsDir() || strings.EqualFold(filepath.Ext(*data), ".csv")) {
 		fmt.Fprintf(stderr, "skynet merge: --data %s is a dataset: pass --eval (and --split S if the shards ran with one)\n", *data)
 		return exitUsage
@@ -84,6 +89,9 @@ func runMerge(args []string, stdout, stderr io.Writer) int {
 	summary := stderr
 	if *out != "" {
 		f, err := os.Create(*out)
+		if err == nil && made != nil {
+			err = writeIdentity(*out, *made)
+		}
 		if err != nil {
 			fmt.Fprintf(stderr, "skynet merge: %v\n", err)
 			return exitUsage
@@ -152,6 +160,30 @@ func mergeIDs(data string, eval bool, split string, maxLine int) (ids []string, 
 		}
 		ids = append(ids, id)
 	}
+}
+
+// partsIdentity is what made the parts, as their OUT.meta.json say (nil
+// when none says); parts made by different metrics (or programs,
+// artifacts) are refused: their scores are not one run's.
+func partsIdentity(parts []string) (*runIdentity, error) {
+	var made *runIdentity
+	var from string
+	for _, p := range parts {
+		id, ok, err := readIdentity(p)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			continue
+		}
+		if made != nil && !made.same(id) {
+			return nil, fmt.Errorf("the parts were made by different runs: %s by %s, %s by %s; merge the parts of one run", from, made, p, id)
+		}
+		if made == nil {
+			made, from = &id, p
+		}
+	}
+	return made, nil
 }
 
 // datasetIDs are the ids of a dataset's cases (of one split), in order.

@@ -30,9 +30,8 @@ func runScore(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("score", flag.ContinueOnError)
 	metric := fs.String("metric", "", "path of metric.py")
 	data := fs.String("data", "", `case file (JSONL), or "-" for standard input`)
-	out := fs.String("out", "", "results file (JSONL); default standard output")
-	resume := fs.Bool("resume", false, "continue an interrupted run: keep --out's finished results and score only the rest")
-	retry := fs.Bool("retry-failed", false, "with --resume: also score again the cases whose result is an error (exception, timeout, crash...); input errors are always read again")
+	of := addOutputFlags(fs, "score")
+	out := of.out
 	timeout := fs.Duration("timeout", engine.DefaultTimeout, "time limit per score call (at most 600s)")
 	sv := addSupervisorFlags(fs)
 	sf := addShardFlags(fs)
@@ -71,7 +70,12 @@ func runScore(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "skynet score: %s\n", notJSONLMessage(name, head.firstLine, *data, true))
 		return exitUsage
 	}
-	dest, err := resultsOutput(*out, *resume, *retry, []inputFile{
+	made, err := identityOf("score", "metric", *metric)
+	if err != nil {
+		fmt.Fprintf(stderr, "skynet score: %v\n", err)
+		return exitUsage
+	}
+	dest, err := resultsOutput(of, made, []inputFile{
 		{"data", *data, "the case file"}, {"metric", *metric, "the metric"},
 		{"prices", *models.prices, "the price file"}, {"llm-cache", *models.cache, "the model-reply cache"},
 	}, stdout, stderr)

@@ -92,7 +92,12 @@ func shardFromEnv(getenv func(string) string, shards int) (s shardSpec, ok bool,
 		}
 		lo, hi := getenv("SLURM_ARRAY_TASK_MIN"), getenv("SLURM_ARRAY_TASK_MAX")
 		if lo == "" || hi == "" {
-			return s, false, fmt.Errorf("SLURM_ARRAY_TASK_ID=%s is set but neither SLURM_ARRAY_TASK_COUNT nor SLURM_ARRAY_TASK_MIN/MAX are: pass --shard I/N", id)
+			count, from := countOf(getenv, shards)
+			if count == "" {
+				return s, false, fmt.Errorf("SLURM_ARRAY_TASK_ID=%s is set but not how many tasks the array has (neither SLURM_ARRAY_TASK_COUNT nor SLURM_ARRAY_TASK_MIN/MAX are): pass --shards N or set SKYNET_SHARDS (task ids from 0), or pass --shard I/N", id)
+			}
+			s, err = checkShard(id, count, "SLURM_ARRAY_TASK_ID="+id+" of "+from)
+			return s, err == nil, err
 		}
 		idx, e1 := strconv.Atoi(id)
 		min, e2 := strconv.Atoi(lo)
@@ -104,20 +109,26 @@ func shardFromEnv(getenv func(string) string, shards int) (s shardSpec, ok bool,
 		return s, err == nil, err
 	}
 	if idx := getenv("JOB_COMPLETION_INDEX"); idx != "" {
-		from := "JOB_COMPLETION_INDEX=" + idx
-		count := strconv.Itoa(shards)
-		if shards == 0 {
-			if count = getenv("SKYNET_SHARDS"); count == "" {
-				return s, false, fmt.Errorf("%s is set (a Kubernetes Indexed Job) but not how many shards there are: pass --shards N or set SKYNET_SHARDS (the Job's completions)", from)
-			}
-			from += " of SKYNET_SHARDS=" + count
-		} else {
-			from += " of --shards " + count
+		count, from := countOf(getenv, shards)
+		if count == "" {
+			return s, false, fmt.Errorf("JOB_COMPLETION_INDEX=%s is set (a Kubernetes Indexed Job) but not how many shards there are: pass --shards N or set SKYNET_SHARDS (the Job's completions)", idx)
 		}
-		s, err = checkShard(idx, count, from)
+		s, err = checkShard(idx, count, "JOB_COMPLETION_INDEX="+idx+" of "+from)
 		return s, err == nil, err
 	}
 	return s, false, nil
+}
+
+// countOf is the shard count --shards (when not 0) or SKYNET_SHARDS gives,
+// and which said it; "" when neither does.
+func countOf(getenv func(string) string, shards int) (count, from string) {
+	if shards != 0 {
+		return strconv.Itoa(shards), "--shards " + strconv.Itoa(shards)
+	}
+	if count = getenv("SKYNET_SHARDS"); count != "" {
+		return count, "SKYNET_SHARDS=" + count
+	}
+	return "", ""
 }
 
 // shardFlags are --shard and --shards.
@@ -129,14 +140,20 @@ type shardFlags struct {
 func addShardFlags(fs *flag.FlagSet) shardFlags {
 	return shardFlags{
 		shard:  fs.String("shard", "", "score only shard I of N (I/N, I from 0): the cases whose id hashes to I; default from SLURM_ARRAY_TASK_ID or JOB_COMPLETION_INDEX. --out may hold {shard}"),
-		shards: fs.Int("shards", 0, "how many shards a Kubernetes Indexed Job has (with JOB_COMPLETION_INDEX; default SKYNET_SHARDS)"),
+		shards: fs.Int("shards", 0, "how many shards a job array has, for JOB_COMPLETION_INDEX or a SLURM_ARRAY_TASK_ID without SLURM_ARRAY_TASK_COUNT (default SKYNET_SHARDS)"),
 	}
 }
 
-// spec resolves the shard: the flag, else the environment, else the whole run.
+// spec resolves the shard: the flag, else the environment, else the whole
+// run. --shards that disagrees with --shard's count is refused: one of the
+// two is wrong, and the parts would not merge.
 func (f shardFlags) spec() (shardSpec, error) {
 	if *f.shard != "" {
-		return parseShard(*f.shard)
+		s, err := parseShard(*f.shard)
+		if err == nil && *f.shards != 0 && *f.shards != s.Count {
+			return s, fmt.Errorf("--shard %s is shard %d of %d, but --shards says %d: give the count once (--shards is for JOB_COMPLETION_INDEX or a SLURM_ARRAY_TASK_ID without a count)", *f.shard, s.Index, s.Count, *f.shards)
+		}
+		return s, err
 	}
 	s, ok, err := shardFromEnv(os.Getenv, *f.shards)
 	if err != nil || !ok {

@@ -65,7 +65,9 @@ func TestShardFromEnv(t *testing.T) {
 		{env("SLURM_ARRAY_TASK_ID", "3", "SLURM_ARRAY_TASK_COUNT", "4"), 0, 3, 4, true, ""},
 		{env("SLURM_ARRAY_TASK_ID", "4", "SLURM_ARRAY_TASK_COUNT", "4", "SLURM_ARRAY_TASK_MIN", "1"), 0, 3, 4, true, ""},
 		{env("SLURM_ARRAY_TASK_ID", "12", "SLURM_ARRAY_TASK_MIN", "10", "SLURM_ARRAY_TASK_MAX", "13"), 0, 2, 4, true, ""},
-		{env("SLURM_ARRAY_TASK_ID", "2"), 0, 0, 0, false, "neither SLURM_ARRAY_TASK_COUNT nor SLURM_ARRAY_TASK_MIN/MAX"},
+		{env("SLURM_ARRAY_TASK_ID", "2"), 0, 0, 0, false, "neither SLURM_ARRAY_TASK_COUNT nor SLURM_ARRAY_TASK_MIN/MAX are): pass --shards N or set SKYNET_SHARDS"},
+		{env("SLURM_ARRAY_TASK_ID", "2"), 4, 2, 4, true, ""},
+		{env("SLURM_ARRAY_TASK_ID", "2", "SKYNET_SHARDS", "3"), 0, 2, 3, true, ""},
 		{env("SLURM_ARRAY_TASK_ID", "5", "SLURM_ARRAY_TASK_COUNT", "4"), 0, 0, 0, false, "the index must be from 0 to 3"},
 		{env("JOB_COMPLETION_INDEX", "1", "SKYNET_SHARDS", "3"), 0, 1, 3, true, ""},
 		{env("JOB_COMPLETION_INDEX", "1", "SKYNET_SHARDS", "3"), 2, 1, 2, true, ""},
@@ -83,6 +85,16 @@ func TestShardFromEnv(t *testing.T) {
 			assert.Equal(t, tc.cnt, s.Count)
 		}
 	}
+}
+
+// --shard's count and --shards must agree: a task told two counts is refused.
+func TestShardCountsDisagree(t *testing.T) {
+	code, out, errOut := skynet("score", "--metric", example+"metric.py", "--data", example+"cases.jsonl", "--shard", "1/3", "--shards", "4")
+	assert.Equal(t, exitUsage, code, errOut)
+	assert.Empty(t, out)
+	assert.Contains(t, errOut, "skynet score: --shard 1/3 is shard 1 of 3, but --shards says 4: give the count once")
+	code, _, errOut = skynet("score", "--metric", example+"metric.py", "--data", example+"cases.jsonl", "--shard", "1/3", "--shards", "3")
+	assert.Equal(t, exitOK, code, errOut)
 }
 
 // Four shards of a run, merged, are the single run id for id; a bad shard

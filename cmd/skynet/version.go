@@ -3,8 +3,10 @@ package main
 import (
 	"fmt"
 	"io"
+	"regexp"
 	"runtime"
 	"runtime/debug"
+	"strings"
 
 	"github.com/skynetml/skynet/cpython"
 )
@@ -31,33 +33,51 @@ func runVersion(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// versionLine is "skynet VERSION (REVISION) GO OS/ARCH", from the build
-// information Go records: the module version when installed with go install,
-// else "devel" and the git revision the binary was built from.
+// pseudoVersion matches the version Go gives a module built from a commit
+// that is not a release (v0.0.0-20261207173637-780947cc5ad9).
+var pseudoVersion = regexp.MustCompile(`-(0\.)?\d{14}-[0-9a-f]{12}(\+dirty)?$`)
+
+// versionLine is "skynet VERSION GO OS/ARCH", from the build information
+// Go records: a release's module version (with its revision), else the git
+// revision it was built from, its date and whether the tree had changes
+// ("skynet 780947cc5ad9 (2026-12-07, modified) go1.26.8 linux/amd64"); a
+// build without version control information (go build -buildvcs=false, a
+// test binary) is "devel".
 func versionLine() string {
-	version, rev := "devel", ""
+	version, rev, date, modified := "", "", "", false
 	if bi, ok := debug.ReadBuildInfo(); ok {
-		if v := bi.Main.Version; v != "" && v != "(devel)" {
+		if v := bi.Main.Version; v != "" && v != "(devel)" && !pseudoVersion.MatchString(v) {
 			version = v
 		}
-		var modified bool
 		for _, s := range bi.Settings {
 			switch s.Key {
 			case "vcs.revision":
-				rev = s.Value
+				rev = s.Value[:min(len(s.Value), 12)]
+			case "vcs.time":
+				date, _, _ = strings.Cut(s.Value, "T")
 			case "vcs.modified":
 				modified = s.Value == "true"
 			}
 		}
-		if len(rev) > 12 {
-			rev = rev[:12]
-		}
-		if rev != "" && modified {
-			rev += ", modified"
-		}
 	}
-	if rev != "" {
-		version += " (" + rev + ")"
+	var notes []string
+	switch {
+	case version != "" && rev != "":
+		notes = append(notes, rev)
+	case version == "" && rev != "":
+		version = rev
+		if date != "" {
+			notes = append(notes, date)
+		}
+	case version == "":
+		version = "devel"
+		notes = append(notes, "no revision recorded: make build records it")
+	}
+	if modified {
+		notes = append(notes, "modified")
+	}
+	if len(notes) > 0 {
+		version += " (" + strings.Join(notes, ", ") + ")"
 	}
 	return fmt.Sprintf("skynet %s %s %s/%s", version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 }
