@@ -126,7 +126,12 @@ func (p *Pool) dispatch() {
 			ready++
 		}
 	}
-	for _, w := range p.procs {
+	// The least loaded first: a case that finds an idle worker goes to it,
+	// not to the queue of the first worker with room (which took every
+	// one-case request while the others stayed idle).
+	p.order = append(p.order[:0], p.procs...)
+	slices.SortStableFunc(p.order, func(a, b *proc) int { return len(a.inflight)*b.threads - len(b.inflight)*a.threads })
+	for _, w := range p.order {
 		if !w.hello || w.ending || w.canceled {
 			continue
 		}

@@ -120,6 +120,7 @@ type Pool struct {
 
 	// Owned by the dispatcher (loop).
 	procs    []*proc
+	order    []*proc // procs, least loaded first: dispatch's
 	procSeq  int
 	pending  []*Task
 	suspects []*Task

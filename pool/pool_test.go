@@ -608,3 +608,38 @@ def score(input, output, expected=None):
 		require.Equal(t, wantScore, r.Score, "case %d: %s", i, want[i])
 	}
 }
+
+// Cases that come one at a time, while workers are idle, go to the idle
+// workers: two concurrent one-case calls to two processes run at once on
+// both, not queued behind each other in the first worker with room.
+func TestIdleWorkersTakeConcurrentCases(t *testing.T) {
+	metric := writeFile(t, t.TempDir(), "metric.py", `
+import os, time
+def score(input, output, expected=None):
+    time.sleep(0.15)
+    return 1.0, {"feedback": str(os.getpid())}
+`)
+	p := openPool(t, Options{Options: engine.Options{Metric: metric}, Processes: 2})
+	splits := 0
+	for round := 0; round < 40 && splits < 3; round++ {
+		var wg sync.WaitGroup
+		pids := make([]string, 2)
+		for i := range pids {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r := p.Score(context.Background(), engine.Case{ID: fmt.Sprint(i), Input: map[string]any{}, Output: "x"})
+				require.Nil(t, r.Err)
+				pids[i] = r.Feedback
+			}()
+		}
+		wg.Wait()
+		switch {
+		case pids[0] != pids[1]:
+			splits++
+		case splits > 0:
+			t.Fatalf("round %d: both cases went to process %s while the other had none, after %d rounds that split", round, pids[0], splits)
+		}
+	}
+	assert.Equal(t, 3, splits, "concurrent cases went to one process while the other was idle")
+}
