@@ -272,3 +272,83 @@ func CaseLine(c engine.Case) ([]byte, error) {
 	}
 	return json.Marshal(l)
 }
+
+// AppendFloat writes f as encoding/json writes a float64 (the results
+// lines' form); whole adds ".0" to a whole number, as Python's json writes a
+// float (a reader that types 1 as an int, torch.tensor, must see 1.0).
+func AppendFloat(b []byte, f float64, whole bool) []byte {
+	at := len(b)
+	b = appendFloat(b, f)
+	if whole && bytes.IndexAny(b[at:], ".eE") < 0 && !math.IsInf(f, 0) && !math.IsNaN(f) {
+		b = append(b, '.', '0')
+	}
+	return b
+}
+
+// AppendString writes s as a JSON string, as results lines do.
+func AppendString(b []byte, s string) []byte { return appendString(b, s) }
+
+// ResultFeedback is the "feedback" of a results line AppendResult wrote, as
+// the JSON string it holds there (quotes and escapes kept), found without
+// decoding the line: a reply that quotes it copies it as it is.
+func ResultFeedback(line []byte) (raw []byte, ok bool) {
+	const head, score, feedback = `{"id":`, `,"score":`, `,"feedback":`
+	if !bytes.HasPrefix(line, []byte(head)) || len(line) <= len(head) || line[len(head)] != '"' {
+		return nil, false
+	}
+	i := stringEnd(line, len(head))
+	if i < 0 || !bytes.HasPrefix(line[i:], []byte(score)) {
+		return nil, false
+	}
+	i += len(score)
+	j := bytes.IndexByte(line[i:], ',')
+	if j < 0 || !bytes.HasPrefix(line[i+j:], []byte(feedback)) {
+		return nil, false
+	}
+	i += j + len(feedback)
+	if i >= len(line) || line[i] != '"' {
+		return nil, false
+	}
+	end := stringEnd(line, i)
+	if end < 0 {
+		return nil, false
+	}
+	return line[i:end], true
+}
+
+// SplitArray appends the raw texts of the elements of the JSON array raw to
+// elems. raw must be valid JSON (cpython.SplitObject validated the document
+// it is part of): this only finds where each element ends. ok is false when
+// raw is not an array.
+func SplitArray(raw []byte, elems [][]byte) ([][]byte, bool) {
+	i := skipSpace(raw, 0)
+	if i >= len(raw) || raw[i] != '[' {
+		return elems, false
+	}
+	i = skipSpace(raw, i+1)
+	if i < len(raw) && raw[i] == ']' {
+		return elems, true
+	}
+	for i < len(raw) {
+		start := i
+		switch raw[i] {
+		case '"', '{', '[':
+			var ok bool
+			if i, ok = skipValue(raw, i); !ok {
+				return elems, false
+			}
+		default: // a number or a literal: up to a delimiter
+			for i < len(raw) && raw[i] != ',' && raw[i] != ']' && raw[i] != ' ' && raw[i] != '\t' && raw[i] != '\r' && raw[i] != '\n' {
+				i++
+			}
+		}
+		elems = append(elems, raw[start:i])
+		i = skipSpace(raw, i)
+		if i < len(raw) && raw[i] == ',' {
+			i = skipSpace(raw, i+1)
+			continue
+		}
+		return elems, i < len(raw) && raw[i] == ']'
+	}
+	return elems, false
+}

@@ -6,119 +6,153 @@ package serve
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
 
 	"github.com/skynetml/skynet/caseio"
-	"github.com/skynetml/skynet/engine"
+	"github.com/skynetml/skynet/cpython"
 	"github.com/skynetml/skynet/pool"
 )
 
-// rewardsRequest is OpenRLHF's body: query[i] is prompt i and its
-// completion; labels, when given, the references.
-type rewardsRequest struct {
-	Query   []json.RawMessage `json:"query"`
-	Prompts []json.RawMessage `json:"prompts"`
-	Labels  []json.RawMessage `json:"labels"`
-}
+// The reply is what OpenRLHF reads: rewards, scores and extra_logs, whose
+// every value it turns into a tensor (torch.tensor([value]) in
+// samples_generator.py), so extra_logs holds numbers only, and a number is
+// written with a fraction or an exponent, 1.0 and never 1, as Python's json
+// writes a float (torch.tensor of whole numbers read as ints is an int64
+// tensor whose std() raises, stopping every GRPO-style estimator). Each
+// case's feedback and error kind sit beside them, for other clients and
+// people:
+//
+//	{"rewards": [1.0, 0.0], "scores": [1.0, 0.0], "extra_logs": {"failed": [0.0, 1.0]},
+//	 "feedback": ["Correct.", "ValueError: ..."], "errors": [null, "exception"]}
 
-// rewardsReply is what OpenRLHF reads: rewards, scores and extra_logs,
-// whose every value it turns into a tensor (torch.tensor([value]) in
-// samples_generator.py), so extra_logs holds numbers only. Each case's
-// feedback and error kind sit beside them, for other clients and people.
-type rewardsReply struct {
-	Rewards   []floatJSON `json:"rewards"`
-	Scores    []floatJSON `json:"scores"`
-	ExtraLogs extraLogs   `json:"extra_logs"`
-	Feedback  []string    `json:"feedback"`
-	Errors    []*string   `json:"errors"` // a failed case's kind, else null
-}
-
-type extraLogs struct {
-	Failed []floatJSON `json:"failed"` // 1.0 for a case whose score call failed (its reward is 0.0), else 0.0
-}
-
-// floatJSON is a number written with a fraction or an exponent, 1.0 and
-// never 1, as Python's json writes a float: OpenRLHF makes a tensor of the
-// rewards, and torch.tensor of whole numbers read as ints is an int64
-// tensor whose std() raises, stopping every GRPO-style estimator.
-type floatJSON float64
-
-func (f floatJSON) MarshalJSON() ([]byte, error) {
-	b, err := json.Marshal(float64(f))
-	if err == nil && !bytes.ContainsAny(b, ".eE") {
-		b = append(b, '.', '0')
-	}
-	return b, err
-}
-
-// rewardCase is case i of a rewards request as a case-file line.
-type rewardCase struct {
-	ID       string          `json:"id"`
-	Input    rewardInput     `json:"input"`
-	Output   string          `json:"output"`
-	Expected json.RawMessage `json:"expected,omitempty"`
-}
-
-type rewardInput struct {
-	Prompt string `json:"prompt"`
-}
-
-// rewardCases maps the request to cases: input {"prompt": prompts[i]},
-// output query[i] less its prompts[i] prefix (all of it when it does not
-// start with it), expected {"label": labels[i]} when labels are given.
+// rewardCases maps OpenRLHF's body, {"query": [...], "prompts": [...],
+// "labels": [...]} (query[i] is prompt i and its completion; labels, when
+// given, the references), to tasks: input {"prompt": prompts[i]}, output
+// query[i] less its prompts[i] prefix (all of it when it does not start
+// with it), expected {"label": labels[i]} when labels are given. The body is
+// read in one pass (cpython.SplitObject validates it) and each case line is
+// put together from the request's own JSON text, in one buffer.
 func rewardCases(body []byte) ([]*pool.Task, error) {
-	var req rewardsRequest
-	if err := json.Unmarshal(body, &req); err != nil {
+	members, err := cpython.SplitObject(body, nil)
+	if err != nil {
 		return nil, badRequest(`the body is not a JSON object {"query": [...], "prompts": [...], "labels": [...]}: %v`, err)
 	}
-	if req.Query == nil {
+	var query, prompts, labels [][]byte
+	for _, m := range members {
+		var dst *[][]byte
+		switch m.Key {
+		case "query":
+			dst = &query
+		case "prompts":
+			dst = &prompts
+		case "labels":
+			dst = &labels
+		default:
+			continue // OpenRLHF may send more; they are not the metric's
+		}
+		if string(m.Value) == "null" {
+			continue // as if left out: OpenRLHF sends "labels": null without references
+		}
+		elems, ok := caseio.SplitArray(m.Value, [][]byte{})
+		if !ok {
+			return nil, badRequest("%q must be an array, got %s", m.Key, abbrev(m.Value))
+		}
+		*dst = elems
+	}
+	if query == nil {
 		return nil, badRequest(`"query" is missing: the body is {"query": [...], "prompts": [...], "labels": [...]}`)
 	}
-	n := len(req.Query)
-	if req.Prompts != nil && len(req.Prompts) != n {
-		return nil, badRequest(`"prompts" has %d items and "query" %d: they must be as many`, len(req.Prompts), n)
+	n := len(query)
+	if prompts != nil && len(prompts) != n {
+		return nil, badRequest(`"prompts" has %d items and "query" %d: they must be as many`, len(prompts), n)
 	}
-	if req.Labels != nil && len(req.Labels) != n {
-		return nil, badRequest(`"labels" has %d items and "query" %d: they must be as many`, len(req.Labels), n)
+	if labels != nil && len(labels) != n {
+		return nil, badRequest(`"labels" has %d items and "query" %d: they must be as many`, len(labels), n)
 	}
-	str := func(field string, i int, raw json.RawMessage) (string, error) {
-		var v string
-		if err := json.Unmarshal(raw, &v); err != nil {
-			return "", badRequest("%s[%d] must be a string, got %s", field, i, abbrev(raw))
+	size := 0
+	for i, q := range query {
+		size += 64 + len(q)
+		if prompts != nil {
+			size += len(prompts[i])
 		}
-		return v, nil
+		if labels != nil {
+			size += len(labels[i])
+		}
 	}
+	lines := make([]byte, 0, size)
+	// The ids, "0" to "n-1": one string, each task's id a slice of it.
+	var idBuf []byte
+	ends := make([]int, n)
+	for i := range ends {
+		idBuf = strconv.AppendInt(idBuf, int64(i), 10)
+		ends[i] = len(idBuf)
+	}
+	ids := string(idBuf)
 	tasks := make([]*pool.Task, n)
-	for i, q := range req.Query {
-		query, err := str("query", i, q)
-		if err != nil {
-			return nil, err
+	slots := make([]pool.Task, n)
+	for i, q := range query {
+		if q[0] != '"' {
+			return nil, badRequest("query[%d] must be a string, got %s", i, abbrev(q))
 		}
-		c := rewardCase{ID: strconv.Itoa(i), Output: query}
-		if req.Prompts != nil {
-			if c.Input.Prompt, err = str("prompts", i, req.Prompts[i]); err != nil {
-				return nil, err
+		at := len(lines)
+		lines = append(lines, `{"id":"`...)
+		lines = strconv.AppendInt(lines, int64(i), 10) // the task's id
+		lines = append(lines, `","input":{"prompt":`...)
+		output := q
+		if prompts != nil {
+			p := prompts[i]
+			if p[0] != '"' {
+				return nil, badRequest("prompts[%d] must be a string, got %s", i, abbrev(p))
 			}
-			c.Output = strings.TrimPrefix(query, c.Input.Prompt)
+			lines = append(lines, p...)
+			output = nil
+		} else {
+			lines = append(lines, `""`...) // no prompts: each is ""
 		}
-		if req.Labels != nil {
-			c.Expected, _ = json.Marshal(struct {
-				Label json.RawMessage `json:"label"`
-			}{req.Labels[i]})
+		lines = append(lines, `},"output":`...)
+		if output == nil {
+			lines = appendCompletion(lines, q, prompts[i])
+		} else {
+			lines = append(lines, output...)
 		}
-		line, err := json.Marshal(c)
-		if err != nil {
-			return nil, badRequest("case %d: %v", i, err)
+		if labels != nil {
+			lines = append(lines, `,"expected":{"label":`...)
+			lines = append(lines, labels[i]...)
+			lines = append(lines, '}')
 		}
-		tasks[i] = &pool.Task{ID: c.ID, Line: i + 1, Case: line}
+		lines = append(lines, '}')
+		id := ids[:ends[i]]
+		if i > 0 {
+			id = ids[ends[i-1]:ends[i]]
+		}
+		slots[i] = pool.Task{ID: id, Line: i + 1, Case: lines[at:len(lines):len(lines)]}
+		tasks[i] = &slots[i]
 	}
 	return tasks, nil
 }
 
+// appendCompletion writes query (a JSON string's text) less its prompt
+// prefix, as a JSON string's text: compared as the request wrote them, which
+// a prefix of the decoded strings always is when both were written alike
+// (one encoder, one body); else decoded, compared and written again.
+func appendCompletion(b, query, prompt []byte) []byte {
+	p := prompt[1 : len(prompt)-1] // the text between the quotes
+	if bytes.HasPrefix(query[1:], p) {
+		return append(append(b, '"'), query[1+len(p):]...)
+	}
+	var q, pr string
+	if json.Unmarshal(query, &q) != nil || json.Unmarshal(prompt, &pr) != nil || !strings.HasPrefix(q, pr) {
+		return append(b, query...)
+	}
+	return caseio.AppendString(b, q[len(pr):])
+}
+
 // abbrev is a JSON value for a message, cut short when long.
-func abbrev(raw json.RawMessage) string {
+func abbrev(raw []byte) string {
 	if len(raw) > 40 {
 		return string(raw[:40]) + "..."
 	}
@@ -139,44 +173,92 @@ func (s *Server) rewards(w http.ResponseWriter, r *http.Request) {
 	if !s.admit(w, len(tasks)) {
 		return
 	}
-	reply := rewardsReply{
-		Rewards: make([]floatJSON, 0, len(tasks)), Scores: make([]floatJSON, 0, len(tasks)),
-		ExtraLogs: extraLogs{Failed: make([]floatJSON, 0, len(tasks))},
-		Feedback:  make([]string, 0, len(tasks)), Errors: make([]*string, 0, len(tasks)),
-	}
+	// Each case's score and error kind, and its feedback as the worker
+	// wrote it in its results line, copied whole into the reply.
+	n := len(tasks)
+	scores := make([]float64, 0, n)
+	kinds := make([]string, 0, n)
+	feedback := make([]byte, 0, 16*n)
 	for batch := range s.p.Load().RunTasks(r.Context(), tasks) {
 		for _, t := range batch {
-			res, err := caseio.ParseResult(t.Record.Line)
-			if err != nil { // a line the pool wrote: not expected
-				res = engine.Result{Err: &engine.CaseError{Kind: t.Record.Kind, Message: err.Error()}}
-			}
-			var kind *string
-			score, feedback := res.Score, res.Feedback
-			if res.Err != nil {
-				k := string(res.Err.Kind)
-				kind, score = &k, 0
-				if feedback == "" {
-					feedback = res.Err.Message
+			rec := &t.Record
+			score, kind := rec.Score, string(rec.Kind)
+			fb, ok := caseio.ResultFeedback(rec.Line)
+			if kind != "" {
+				score = 0
+				if !ok || len(fb) == 2 { // no feedback: the error's message says what happened
+					fb, ok = errorMessage(rec), true
 				}
 			}
-			reply.Rewards = append(reply.Rewards, floatJSON(score))
-			reply.Scores = append(reply.Scores, floatJSON(score))
-			failed := floatJSON(0)
-			if kind != nil {
-				failed = 1
+			if !ok {
+				fb = []byte(`""`)
 			}
-			reply.ExtraLogs.Failed = append(reply.ExtraLogs.Failed, failed)
-			reply.Feedback = append(reply.Feedback, feedback)
-			reply.Errors = append(reply.Errors, kind)
+			scores, kinds = append(scores, score), append(kinds, kind)
+			feedback = append(append(feedback, fb...), ',')
 		}
 		s.m.results(batch)
 		s.inflight.Add(-int64(len(batch)))
 	}
-	b, err := json.Marshal(reply)
-	if err != nil { // a score JSON cannot hold (NaN) is a contract error, not a score
-		fail(w, http.StatusInternalServerError, err.Error())
-		return
+	for _, v := range scores {
+		if math.IsNaN(v) || math.IsInf(v, 0) { // the contract refuses them: not a score to send
+			fail(w, http.StatusInternalServerError, fmt.Sprintf("json: unsupported value: %v", v))
+			return
+		}
 	}
+	b := make([]byte, 0, 64+n*24+len(feedback))
+	b = append(b, `{"rewards":[`...)
+	b = appendFloats(b, scores, nil)
+	b = append(b, `],"scores":[`...)
+	b = appendFloats(b, scores, nil)
+	b = append(b, `],"extra_logs":{"failed":[`...)
+	b = appendFloats(b, nil, kinds)
+	b = append(b, `]},"feedback":[`...)
+	b = append(b, bytes.TrimSuffix(feedback, []byte{','})...)
+	b = append(b, `],"errors":[`...)
+	for i, k := range kinds {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if k == "" {
+			b = append(b, "null"...)
+		} else {
+			b = caseio.AppendString(b, k)
+		}
+	}
+	b = append(b, "]}\n"...)
 	w.Header().Set("Content-Type", "application/json")
-	w.Write(append(b, '\n'))
+	w.Write(b)
+}
+
+// appendFloats writes vs as the items of a JSON array, each with a
+// fraction (1.0); with kinds instead, 1.0 for each case that failed, 0.0
+// for the others.
+func appendFloats(b []byte, vs []float64, kinds []string) []byte {
+	for i := range max(len(vs), len(kinds)) {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		switch {
+		case vs != nil:
+			b = caseio.AppendFloat(b, vs[i], true)
+		case kinds[i] != "":
+			b = append(b, "1.0"...)
+		default:
+			b = append(b, "0.0"...)
+		}
+	}
+	return b
+}
+
+// errorMessage is the message of a failed case's results line, as a JSON string.
+func errorMessage(rec *pool.Record) []byte {
+	res, err := caseio.ParseResult(rec.Line)
+	msg := string(rec.Kind)
+	switch {
+	case err != nil:
+		msg = err.Error()
+	case res.Err != nil:
+		msg = res.Err.Message
+	}
+	return caseio.AppendString(nil, msg)
 }

@@ -34,6 +34,7 @@ import (
 	"sync/atomic"
 
 	"github.com/skynetml/skynet/caseio"
+	"github.com/skynetml/skynet/cpython"
 	"github.com/skynetml/skynet/pool"
 )
 
@@ -427,8 +428,30 @@ func (s *Server) run(ctx context.Context, tasks []*pool.Task) (iter.Seq[[]*pool.
 }
 
 // jsonTasks reads {"cases": [case, ...]}: case i is numbered i+1, as the
-// line of a case file it would be (its id when it has none).
+// line of a case file it would be (its id when it has none). The body is
+// read in one pass (cpython.SplitObject validates it; each case is its own
+// text); one that does not read is diagnosed by jsonBodyError.
 func (s *Server) jsonTasks(body []byte) ([]*pool.Task, error) {
+	members, err := cpython.SplitObject(body, nil)
+	if err != nil || len(members) != 1 || members[0].Key != "cases" {
+		return nil, jsonBodyError(body, err)
+	}
+	elems, ok := caseio.SplitArray(members[0].Value, nil)
+	if !ok {
+		return nil, jsonBodyError(body, nil)
+	}
+	tasks := make([]*pool.Task, len(elems))
+	for i, raw := range elems {
+		tasks[i] = pool.LineTask(raw, i+1, nil, s.opts.Program)
+	}
+	return tasks, nil
+}
+
+// jsonBodyError says what is wrong with a body jsonTasks could not read,
+// in its terms (which case, which field), decoding it token by token; split
+// is what the one-pass reader said (text encoding/json takes, such as a
+// string that is not UTF-8, it does not).
+func jsonBodyError(body []byte, split error) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	syntax := func(err error) error {
@@ -436,53 +459,52 @@ func (s *Server) jsonTasks(body []byte) ([]*pool.Task, error) {
 	}
 	tok, err := dec.Token()
 	if err != nil {
-		return nil, syntax(err)
+		return syntax(err)
 	}
 	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return nil, badRequest(`the body must be a JSON object {"cases": [...]} (or, with Content-Type: application/x-ndjson, one case a line)`)
+		return badRequest(`the body must be a JSON object {"cases": [...]} (or, with Content-Type: application/x-ndjson, one case a line)`)
 	}
-	var tasks []*pool.Task
+	cases := 0
 	seen := false
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
-			return nil, syntax(err)
+			return syntax(err)
 		}
 		if key, _ := tok.(string); key != "cases" {
-			return nil, badRequest(`unknown field %q in the body (it has one field, "cases": a list of cases)`, key)
+			return badRequest(`unknown field %q in the body (it has one field, "cases": a list of cases)`, key)
 		}
 		if seen {
-			return nil, badRequest(`"cases" is given twice`)
+			return badRequest(`"cases" is given twice`)
 		}
 		seen = true
 		tok, err = dec.Token()
 		if err != nil {
-			return nil, syntax(err)
+			return syntax(err)
 		}
 		if d, ok := tok.(json.Delim); !ok || d != '[' {
-			return nil, badRequest(`"cases" must be a list of cases`)
+			return badRequest(`"cases" must be a list of cases`)
 		}
-		for i := 0; dec.More(); i++ {
+		for ; dec.More(); cases++ {
 			var raw json.RawMessage
 			if err := dec.Decode(&raw); err != nil {
-				return nil, badRequest("case %d (counting from 0) is not JSON: %v", i, err)
+				return badRequest("case %d (counting from 0) is not JSON: %v", cases, err)
 			}
-			tasks = append(tasks, pool.LineTask(raw, i+1, nil, s.opts.Program))
 		}
 		if _, err := dec.Token(); err != nil { // ]
-			return nil, badRequest("after case %d: %v", len(tasks)-1, err)
+			return badRequest("after case %d: %v", cases-1, err)
 		}
 	}
 	if _, err := dec.Token(); err != nil { // }
-		return nil, syntax(err)
+		return syntax(err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return nil, badRequest(`the body holds more than one JSON value`)
+		return badRequest(`the body holds more than one JSON value`)
 	}
 	if !seen {
-		return nil, badRequest(`"cases" is missing: the body is {"cases": [case, ...]}`)
+		return badRequest(`"cases" is missing: the body is {"cases": [case, ...]}`)
 	}
-	return tasks, nil
+	return badRequest(`the body is not a JSON object {"cases": [...]}: %v`, split)
 }
 
 // ndjsonTasks reads one case a line; a case is numbered by its line (blank

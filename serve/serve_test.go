@@ -167,6 +167,8 @@ func TestServeBadRequests(t *testing.T) {
 		{`{"cases": {}}`, `"cases" must be a list`},
 		{`{"cases": [] `, "the body is not a JSON object"},
 		{`{"cases": []} {}`, "more than one JSON value"},
+		{`{"cases": [], "cases": []}`, `"cases" is given twice`},
+		{"{\"cases\": [{\"id\": \"a\", \"input\": {\"m\": \"caf\xe9\"}, \"output\": 1}]}", "the body is not a JSON object {\"cases\": [...]}: "},
 		{`{"cases": [{"id": "x", "input": {}, "output": 1}, {"input": {}, "output": 2}, {"id": "x", "input": {}, "output": 3}]}`,
 			`case 2 (counting from 0): case id "x" is also the id of case 0`},
 	} {
@@ -273,6 +275,9 @@ func TestServeRewards(t *testing.T) {
 		{`{"prompts": ["a"]}`, `"query" is missing`},
 		{`{"query": ["a", 5]}`, `query[1] must be a string, got 5`},
 		{`{"query": `, `the body is not a JSON object`},
+		{`{"query": "abc"}`, `"query" must be an array, got "abc"`},
+		{`{"query": ["a"], "prompts": [1]}`, `prompts[0] must be a string, got 1`},
+		{`{"query": null}`, `"query" is missing`},
 	} {
 		code, out, _ := post(t, ts.URL+"/v1/rewards", "application/json", c.body)
 		assert.Equal(t, http.StatusBadRequest, code, c.body)
