@@ -136,6 +136,7 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 	s := sv.supervisor("eval", opts, client, results, stderr)
 	s.artifact = artifactText
 	s.tasks, s.shard, s.kept, s.order = tasks, shard, dest.kept, dest.order
+	s.cluster, s.sumJSON = *of.cluster, *of.summaryJSON
 	s.noCases = func() string {
 		return fmt.Sprintf("no row of %s could be read as a case (see the input errors in the results)", *data)
 	}
@@ -226,7 +227,7 @@ func datasetTasks(cases []engine.Case, done map[string]bool, shard shardSpec) it
 
 // printResumed says what --resume kept and, since the run's own mean
 // covers only what it scored, the mean of the whole results file.
-func printResumed(w io.Writer, done map[string]bool, kept mean, scored *stats, order *resumeOrder) {
+func printResumed(w io.Writer, done map[string]bool, kept mean, scored *summary, order *resumeOrder) {
 	if len(done) > 0 {
 		fmt.Fprintf(w, "resumed: %d case(s) were already done and kept\n", len(done))
 	}
@@ -237,7 +238,7 @@ func printResumed(w io.Writer, done map[string]bool, kept mean, scored *stats, o
 		return
 	}
 	if n := kept.n + scored.count; n > 0 {
-		fmt.Fprintf(w, "all %d result(s), kept and new: mean score %s (failed cases count as 0)\n", n, summaryNumber((kept.sum+scored.sum)/float64(n)))
+		fmt.Fprintf(w, "all %d result(s), kept and new: mean score %s (failed cases count as 0)\n", n, summaryNumber((kept.sum+scored.scoreSum())/float64(n)))
 	}
 }
 

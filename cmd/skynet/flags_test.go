@@ -227,8 +227,8 @@ def score(input, output, expected=None):
 	data := writeFile(t, dir, "cases.jsonl", casesText(2, "x"))
 	code, _, errOut := skynet("score", "--metric", metric, "--data", data)
 	require.Equal(t, exitOK, code, errOut)
-	assert.Contains(t, errOut, "\nmean score: 1e+300 (failed cases count as 0)\n")
-	assert.Contains(t, errOut, "\nnamed scores: big 1e+300 (2), tiny -1e-300 (2)\n")
+	assert.Contains(t, errOut, "\nmean score: 1e+300 (95% interval 1e+300 to 1e+300; standard error 0.0000; failed cases count as 0)\n")
+	assert.Contains(t, errOut, "\nnamed scores: big 1e+300 [1e+300, 1e+300] (2), tiny -1e-300 [-1e-300, -1e-300] (2)\n")
 }
 
 // skynet merge scored nothing, but its summary said "scored 11 case(s) in

@@ -89,7 +89,7 @@ func TestLongCaseIDs(t *testing.T) {
 		assert.Contains(t, r.Scores, strings.Repeat("n", 70000))
 	}
 	assert.NotContains(t, stderr, "restart")
-	assert.Contains(t, stderr, "named scores: "+strings.Repeat("n", 40)+"... (70000 bytes) 1.0000 (3)", "a long name is cut in the summary")
+	assert.Contains(t, stderr, "named scores: "+strings.Repeat("n", 40)+"... (70000 bytes) 1.0000 [1.0000, 1.0000] (3)", "a long name is cut in the summary")
 
 	s := startServe(t, "--metric", metric, "--processes", "1")
 	status, reply := postBody(t, s.url+"/v1/score", "application/x-ndjson", b.Bytes())
@@ -263,5 +263,5 @@ def score(input, output, expected=None):
 		}
 		summary = append(summary, sc.Text())
 	}
-	assert.Contains(t, summary, `named scores: "\x1b[31mred" 1.0000 (3), "a\x00b" 0.5000 (3)`)
+	assert.Contains(t, summary, `named scores: "\x1b[31mred" 1.0000 [1.0000, 1.0000] (3), "a\x00b" 0.5000 [0.5000, 0.5000] (3)`)
 }

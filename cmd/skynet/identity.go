@@ -110,17 +110,22 @@ func changedMessage(out string, was, now runIdentity) string {
 		out, was, was.Command, was.Started, now, out, out, metaSuffix)
 }
 
-// outputFlags are where score and eval write results, and how they resume.
+// outputFlags are where score and eval write results and their summary,
+// and how they resume.
 type outputFlags struct {
 	out                *string
 	resume, retry, mix *bool
+	summaryJSON        *string
+	cluster            *string
 }
 
 func addOutputFlags(fs *flag.FlagSet, verb string) outputFlags {
 	return outputFlags{
-		out:    fs.String("out", "", "results file (JSONL); default standard output. OUT"+metaSuffix+" records what made it"),
-		resume: fs.Bool("resume", false, "continue an interrupted run: keep --out's finished results and "+verb+" only the rest"),
-		retry:  fs.Bool("retry-failed", false, "with --resume: also "+verb+" again the cases whose result is an error (exception, timeout, crash...); input errors are always read again"),
-		mix:    fs.Bool("allow-mixed", false, "with --resume: keep results made by another metric (or program, artifact) than this run's"),
+		out:         fs.String("out", "", "results file (JSONL); default standard output. OUT"+metaSuffix+" records what made it"),
+		resume:      fs.Bool("resume", false, "continue an interrupted run: keep --out's finished results and "+verb+" only the rest"),
+		retry:       fs.Bool("retry-failed", false, "with --resume: also "+verb+" again the cases whose result is an error (exception, timeout, crash...); input errors are always read again"),
+		mix:         fs.Bool("allow-mixed", false, "with --resume: keep results made by another metric (or program, artifact) than this run's"),
+		summaryJSON: fs.String("summary-json", "", "also write the summary as JSON to this file (counts, mean with its standard error and 95% interval, named scores, histogram, errors, call times)"),
+		cluster:     fs.String("cluster", "", "cluster the mean's standard error by this field of each case's input (questions of one passage, say)"),
 	}
 }

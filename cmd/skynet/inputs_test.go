@@ -591,7 +591,7 @@ def score(input, output, expected=None):
 	for _, l := range lines {
 		assert.Contains(t, l, `"scores":{"zeta":1,"alpha":0.5,"mid":0.25}`)
 	}
-	assert.Contains(t, errOut, "named scores: alpha 0.5000 (2), mid 0.2500 (2), zeta 1.0000 (2)")
+	assert.Contains(t, errOut, "named scores: alpha 0.5000 [0.5000, 0.5000] (2), mid 0.2500 [0.2500, 0.2500] (2), zeta 1.0000 [1.0000, 1.0000] (2)")
 }
 
 // A line that is not UTF-8, or longer than --max-line-bytes, is an input

@@ -78,7 +78,7 @@ func TestScoreExample(t *testing.T) {
 	assert.Equal(t, []string{"t1", "t2", "t3", "t4", "t5", "t6"}, ids, "results in input order")
 	assert.Equal(t, "Expected 'bug', got 'other'.", lines[1].Feedback)
 	assert.Contains(t, errOut, "scored 6 case(s)")
-	assert.Contains(t, errOut, "mean score: 0.6667 (failed cases count as 0)")
+	assert.Contains(t, errOut, "mean score: 0.6667 (95% interval 0.1247 to 1.2086; standard error 0.2108; failed cases count as 0)")
 	assert.Contains(t, errOut, "errors: none")
 }
 
@@ -86,7 +86,7 @@ func TestScoreNamedScoresSummary(t *testing.T) {
 	dir := "../../testdata/json_fields/"
 	code, _, errOut := skynet("score", "--metric", dir+"metric.py", "--data", dir+"cases.jsonl")
 	require.Equal(t, exitOK, code)
-	assert.Contains(t, errOut, "named scores: fields 0.6250 (4), format 0.7500 (4)")
+	assert.Contains(t, errOut, "named scores: fields 0.6250 [-0.1367, 1.3867] (4), format 0.7500 [-0.0456, 1.5456] (4)")
 }
 
 func TestScoreBadLinesAreResults(t *testing.T) {
@@ -114,7 +114,7 @@ func TestScoreBadLinesAreResults(t *testing.T) {
 		"strexp":  `input: line 7: "expected" must be an object of output columns or null, got a string`,
 		"ok2":     "ok",
 	}, got)
-	assert.Contains(t, summary, "errors: 5 (input 5)")
+	assert.Contains(t, summary, "errors: 5 (input 5: broken, noinput, 5, ...)")
 }
 
 // One rule for a line that is not a case, in score and check alike: it is
@@ -229,7 +229,7 @@ func TestScoreRewardExampleSummary(t *testing.T) {
 	dir := "../../testdata/reward/"
 	code, out, errOut := skynet("score", "--metric", dir+"metric.py", "--data", dir+"cases.jsonl")
 	require.Equal(t, exitOK, code, errOut)
-	assert.Contains(t, errOut, "named scores: accuracy 0.8333 (6), cost 0.5278 (6), speed 0.5583 (6)")
+	assert.Contains(t, errOut, "named scores: accuracy 0.8333 [0.4049, 1.2618] (6), cost 0.5278 [0.0661, 0.9894] (6), speed 0.5583 [0.1595, 0.9571] (6)")
 	lines := resultLines(t, out)
 	assert.Equal(t, "Correct. Run time and cost were not measured, so the speed and cost parts are 0.", lines[4].Feedback)
 }
@@ -305,7 +305,7 @@ func TestEvalKeywordsProgram(t *testing.T) {
 	assert.Equal(t, []any{"billing", "bug", "account", "billing", "other"}, outputs)
 	assert.Contains(t, errOut, "scored 5 case(s)")
 	assert.Contains(t, errOut, "run time: p50 ")
-	assert.Contains(t, errOut, "named scores: accuracy 0.8000 (5)")
+	assert.Contains(t, errOut, "named scores: accuracy 0.8000 [0.2447, 1.3553] (5)")
 
 	code, _, errOut = skynet("eval", "--program", "../../testdata/programs/keywords.py",
 		"--artifact", "../../testdata/dataset/keywords.txt", "--metric", "../../testdata/reward/metric.py",

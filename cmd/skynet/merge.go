@@ -100,7 +100,7 @@ func runMerge(args []string, stdout, stderr io.Writer) int {
 		w, summary = f, stdout
 	}
 	bw := bufio.NewWriterSize(w, 1<<16)
-	st := newStats()
+	st := newSummary()
 	for _, id := range ids {
 		g := m.got[id]
 		bw.Write(g.text)

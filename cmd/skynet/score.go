@@ -8,15 +8,11 @@ import (
 	"fmt"
 	"io"
 	"iter"
-	"math"
 	"os"
 	"path/filepath"
-	"sort"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/skynetml/skynet/caseio"
@@ -119,6 +115,7 @@ func runScore(args []string, stdout, stderr io.Writer) int {
 	opts := sv.poolOptions("score", engine.Options{Metric: *metric, Timeout: *timeout, LLM: client}, total, stderr)
 	s := sv.supervisor("score", opts, client, results, stderr)
 	s.tasks, s.readErr, s.shard, s.kept, s.order = tasks, readErr, shard, dest.kept, dest.order
+	s.cluster, s.sumJSON = *of.cluster, *of.summaryJSON
 	s.noCases = func() string {
 		msg := fmt.Sprintf("no line of %s is a case (see the input errors in the results)", name)
 		if info.rowLike.Load() && !saidHint.Load() {
@@ -381,191 +378,6 @@ func caseTasks(in io.Reader, path string, done map[string]bool, maxLine int, sha
 		}
 		return "", false
 	}
-}
-
-// stats is the run's summary.
-type stats struct {
-	runTimes   []float64 // measured run times, ms
-	runCost    float64   // sum of the cases' measured run cost
-	unmeasured int       // cases without a measured run cost
-	start      time.Time
-	elapsed    time.Duration
-	count      int // results counted, cancelled ones aside
-	canceled   int
-	sum        float64
-	named      map[string]*mean
-	errors     map[engine.ErrorKind]int
-	warnings   int
-	parts      int // skynet merge's: the parts whose results it put together (nothing was scored)
-}
-
-type mean struct {
-	sum float64
-	n   int
-}
-
-func newStats() *stats {
-	return &stats{start: time.Now(), named: map[string]*mean{}, errors: map[engine.ErrorKind]int{}}
-}
-
-// tally is what the summary counts of one result.
-type tally struct {
-	score             float64
-	kind              engine.ErrorKind // "" when scored
-	runMS, cost       float64
-	hasRunMS, hasCost bool
-	warned            bool
-}
-
-// tallyOf is what the summary counts of r.
-func tallyOf(r engine.Result) tally {
-	t := tally{score: r.Score, warned: len(r.Warnings) > 0}
-	if r.Err != nil {
-		t.kind = r.Err.Kind
-	}
-	if o := r.Observation; o.RunMS != nil {
-		t.runMS, t.hasRunMS = *o.RunMS, true
-	}
-	if o := r.Observation; o.CostUSD != nil {
-		t.cost, t.hasCost = *o.CostUSD, true
-	}
-	return t
-}
-
-func (s *stats) add(t tally) {
-	if t.kind == engine.KindCanceled {
-		s.canceled++
-		return
-	}
-	s.count++
-	if t.hasCost {
-		s.runCost += t.cost
-	} else {
-		s.unmeasured++
-	}
-	if t.hasRunMS {
-		s.runTimes = append(s.runTimes, t.runMS)
-	}
-	s.sum += t.score
-	if t.kind != "" {
-		s.errors[t.kind]++
-	}
-	if t.warned {
-		s.warnings++
-	}
-}
-
-func (s *stats) addScore(name []byte, v float64) {
-	m := s.named[string(name)]
-	if m == nil {
-		m = &mean{}
-		s.named[string(name)] = m
-	}
-	m.sum += v
-	m.n++
-}
-
-func (s *stats) print(w io.Writer, interrupted bool) {
-	head := "scored"
-	if interrupted {
-		head = "INTERRUPTED after scoring"
-	}
-	rate := 0.0
-	if s.elapsed > 0 {
-		rate = float64(s.count) / s.elapsed.Seconds()
-	}
-	failed := 0
-	for _, n := range s.errors {
-		failed += n
-	}
-	switch {
-	case s.parts > 0:
-		fmt.Fprintf(w, "merged %d result(s) from %d part(s)\n", s.count, s.parts)
-	case failed > 0:
-		// How many have a score, and how many failed: "scored 3 case(s)"
-		// of 3 that all failed read as 3 scores.
-		fmt.Fprintf(w, "%s %d of %d case(s) in %.2fs (%.0f cases/s); %d failed\n", head, s.count-failed, s.count, s.elapsed.Seconds(), rate, failed)
-	default:
-		fmt.Fprintf(w, "%s %d case(s) in %.2fs (%.0f cases/s)\n", head, s.count, s.elapsed.Seconds(), rate)
-	}
-	if s.canceled > 0 {
-		fmt.Fprintf(w, "cancelled: %d case(s) read but not scored (--resume scores them)\n", s.canceled)
-	}
-	if s.count == 0 {
-		return
-	}
-	fmt.Fprintf(w, "mean score: %s (failed cases count as 0)\n", summaryNumber(s.sum/float64(s.count)))
-	if len(s.named) > 0 {
-		names := make([]string, 0, len(s.named))
-		for k := range s.named {
-			names = append(names, k)
-		}
-		sort.Strings(names)
-		parts := make([]string, 0, min(len(names), summaryNames)+1)
-		for _, k := range names[:min(len(names), summaryNames)] {
-			m := s.named[k]
-			parts = append(parts, fmt.Sprintf("%s %s (%d)", summaryName(k), summaryNumber(m.sum/float64(m.n)), m.n))
-		}
-		if more := len(names) - summaryNames; more > 0 {
-			parts = append(parts, fmt.Sprintf("and %d more (in the results)", more))
-		}
-		fmt.Fprintf(w, "named scores: %s\n", strings.Join(parts, ", "))
-	}
-	if total, kinds := byKind(s.errors); total == 0 {
-		fmt.Fprintln(w, "errors: none")
-	} else {
-		fmt.Fprintf(w, "errors: %d (%s)\n", total, kinds)
-	}
-	if n := len(s.runTimes); n > 0 {
-		t := append([]float64(nil), s.runTimes...)
-		sort.Float64s(t)
-		fmt.Fprintf(w, "run time: p50 %.1f ms, p95 %.1f ms over %d case(s)\n", t[(n-1)/2], t[min(n-1, int(math.Ceil(0.95*float64(n)))-1)], n)
-	}
-	if s.unmeasured < s.count {
-		fmt.Fprintf(w, "run cost: $%.6f over %d case(s) with a measured cost (%d without)\n", s.runCost, s.count-s.unmeasured, s.unmeasured)
-	}
-	if s.warnings > 0 {
-		fmt.Fprintf(w, "warnings: %d case(s) had side-info keys dropped (see \"warnings\" in the results)\n", s.warnings)
-	}
-}
-
-// summaryNames is how many named scores the summary lists by name.
-const summaryNames = 32
-
-// summaryName is a named score as the summary shows it: as it is when it is
-// short and printable; quoted when it holds a control character (a NUL, a
-// newline, an escape sequence for the terminal) or a quote, and cut to its
-// first 40 characters when longer than 60, saying how long it is.
-func summaryName(k string) string {
-	cut := ""
-	if utf8.RuneCountInString(k) > 60 {
-		n := 0
-		for i := range k {
-			if n == 40 {
-				cut = fmt.Sprintf("... (%d bytes)", len(k))
-				k = k[:i]
-				break
-			}
-			n++
-		}
-	}
-	for _, r := range k {
-		if !unicode.IsPrint(r) || r == '"' || r == '\\' {
-			return strconv.Quote(k) + cut
-		}
-	}
-	return k + cut
-}
-
-// summaryNumber writes a mean for the summary: 4 decimals for a score in
-// [0, 1] and other moderate magnitudes, %g's 5 significant digits with an
-// exponent for huge or tiny ones (a metric returning 1e300 printed 300
-// digits).
-func summaryNumber(v float64) string {
-	if a := math.Abs(v); (v >= 0 && v <= 1) || (a >= 1e-3 && a < 1e6) {
-		return strconv.FormatFloat(v, 'f', 4, 64)
-	}
-	return strconv.FormatFloat(v, 'g', 5, 64)
 }
 
 // printModelUse adds the model calls to the summary, role by role: the

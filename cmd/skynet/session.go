@@ -120,6 +120,12 @@ func runSupervised(s *supervisor, total int, done map[string]bool, summary, stde
 		fmt.Fprintf(summary, "%s\n", s.shard)
 	}
 	s.st.print(summary, s.interrupted != nil)
+	if s.sumJSON != "" {
+		if err := replaceFile(s.sumJSON, func(w io.Writer) error { return s.st.writeJSON(w, s.interrupted != nil) }); err != nil {
+			fmt.Fprintf(stderr, "skynet %s: --summary-json: %v\n", s.cmd, err)
+			return exitUsage
+		}
+	}
 	if line := s.restartLine(); line != "" {
 		fmt.Fprintln(summary, line)
 	}

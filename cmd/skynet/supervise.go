@@ -43,7 +43,9 @@ type supervisor struct {
 	wbuf     []byte
 	lastOut  time.Time
 	writeErr error
-	st       *stats
+	st       *summary
+	cluster  string // --cluster: the input field whose value clusters the summary's standard error
+	sumJSON  string // --summary-json: where the summary goes as JSON too
 
 	inputDone   bool
 	interrupted os.Signal
@@ -76,7 +78,8 @@ func (s *supervisor) run(ctx context.Context) int {
 			}
 		}
 	}()
-	s.st = newStats()
+	s.st = newSummary()
+	s.st.cluster = s.cluster
 	s.lastOut = time.Now()
 
 	p, err := pool.OpenContext(ctx, s.opts)
@@ -157,7 +160,12 @@ func (s *supervisor) write(t *pool.Task, sig os.Signal) {
 		rec := pool.RecordOf(res, s.withRun)
 		r = &rec
 	}
-	s.st.add(tally{score: r.Score, kind: r.Kind, runMS: r.RunMS, cost: r.CostUSD, hasRunMS: r.HasRunMS, hasCost: r.HasCost, warned: r.Warned})
+	tl := tally{id: t.ID, score: r.Score, kind: r.Kind, ms: float64(r.Duration) / float64(time.Millisecond),
+		runMS: r.RunMS, cost: r.CostUSD, hasRunMS: r.HasRunMS, hasCost: r.HasCost, warned: r.Warned}
+	if s.cluster != "" {
+		tl.cluster = inputField(t.Case, s.cluster)
+	}
+	s.st.add(tl)
 	if r.Kind != engine.KindCanceled {
 		r.EachScore(s.st.addScore)
 	}
