@@ -192,7 +192,7 @@ func TQuantile(p, df float64) float64 {
 func tDensity(t, df float64) float64 {
 	lg1, _ := math.Lgamma((df + 1) / 2)
 	lg2, _ := math.Lgamma(df / 2)
-	return math.Exp(lg1-lg2-0.5*math.Log(df*math.Pi)-(df+1)/2*math.Log1p(t*t/df))
+	return math.Exp(lg1 - lg2 - 0.5*math.Log(df*math.Pi) - (df+1)/2*math.Log1p(t*t/df))
 }
 
 // RegIncBeta is the regularized incomplete beta function I_x(a, b), by its
