@@ -27,7 +27,7 @@ endif
 # The default build's note on linking the shared libpython, at the top level.
 SAY_LIBPYTHON := $(if $(PY)$(filter shared,$(LIBPYTHON))$(filter-out 0,$(MAKELEVEL)),,build/static.sh --say)
 
-.PHONY: all deps pyvenv build run check test test-slurm test-pythons test-ray vet fmt-check docs-check asan bench bench-cli bench-cpu bench-serve soak fuzz clean
+.PHONY: all deps pyvenv build run check test test-slurm test-pythons test-ray vet fmt-check docs-check docs-screenshot asan bench bench-cli bench-cpu bench-serve soak fuzz clean
 
 all: build
 
@@ -73,6 +73,11 @@ test: deps fmt-check vet pyvenv
 docs-check: deps
 	$(GO) test -count=1 -run '^TestDocs' ./cmd/skynet
 	$(GO) test -count=1 -run '^TestFaultCatalogue$$' ./engine
+
+# docs/report.png, the README's picture of skynet report's page, as the
+# browser test renders it in headless Chromium.
+docs-screenshot: deps
+	SKYNET_REPORT_SCREENSHOT=$(CURDIR)/docs/report.png $(GO) test -count=1 -run '^TestReportInBrowser$$' ./cmd/skynet
 
 # deploy/slurm/skynet-array.sbatch as a 4-task array under a real Slurm on
 # localhost (build/slurm-local.sh: root; installs slurm-wlm and munge with

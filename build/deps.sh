@@ -4,9 +4,10 @@
 # prints the exact command to run.
 #
 # The default build's tests also use Debian's python3-numpy and python3-sympy
-# (a C-extension grader, sympy-based graders): installed the same way, but
-# optional: when they cannot be, deps.sh says so and the build goes on; the
-# tests that need them skip, saying why.
+# (a C-extension grader, sympy-based graders) and chromium (skynet report's
+# page in a real browser): installed the same way, but optional: when they
+# cannot be, deps.sh says so and the build goes on; the tests that need them
+# skip, saying why.
 #
 # build/deps.sh PYTHON checks a chosen CPython instead of the system one
 # (make PYTHON=...): it must be a shared 3.10-3.13 build (build/pyenv.sh says
@@ -52,6 +53,9 @@ if [ -z "$python" ] && [ -x "$py" ] && [ "${MAKELEVEL:-0}" -le 1 ]; then
     "$py" -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('${m%%:*}') is None)" 2>/dev/null ||
       optional+=("${m#*:}")
   done
+  # Headless Chromium opens skynet report's page in the tests (skipped,
+  # saying so, without it).
+  command -v chromium >/dev/null 2>&1 || optional+=(chromium)
   if [ ${#optional[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
       echo "build/deps.sh: installing ${optional[*]} (for tests)" >&2

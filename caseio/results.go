@@ -2,6 +2,7 @@ package caseio
 
 import (
 	"bytes"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -11,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/skynetml/skynet/cpython"
 	"github.com/skynetml/skynet/engine"
 )
 
@@ -351,4 +353,233 @@ func SplitArray(raw []byte, elems [][]byte) ([][]byte, bool) {
 		return elems, i < len(raw) && raw[i] == ']'
 	}
 	return elems, false
+}
+
+// ResultFields is what a reader of many results lines needs of one, read
+// in one pass without building the whole engine.Result (ParseResult's):
+// the id, score, error kind and call time, with the feedback and named
+// scores left as the line holds them.
+type ResultFields struct {
+	ID       string
+	Score    float64
+	Kind     engine.ErrorKind // "" when scored
+	MS       float64
+	Feedback []byte // the JSON string, quotes and escapes kept; nil when absent
+	Scores   []byte // the JSON object of named scores; nil when absent
+}
+
+// ParseResultFields reads a results line: a JSON object with a string or
+// number "id" and a number "score" at least, as every results line has.
+func ParseResultFields(line []byte) (ResultFields, error) {
+	var f ResultFields
+	var buf [8]cpython.Member
+	members, err := cpython.SplitObject(line, buf[:0])
+	if err != nil {
+		return f, err
+	}
+	hasID, hasScore := false, false
+	for _, m := range members {
+		switch m.Key {
+		case "id":
+			id, msg := caseID(m.Value, 0)
+			if msg != "" || jsonKind(m.Value) == "null" {
+				return f, fmt.Errorf(`"id" must be a string or a number, got %s`, jsonKind(m.Value))
+			}
+			f.ID, hasID = id, true
+		case "score":
+			if jsonKind(m.Value) != "a number" {
+				return f, fmt.Errorf(`"score" must be a number, got %s`, jsonKind(m.Value))
+			}
+			f.Score, err = strconv.ParseFloat(string(m.Value), 64)
+			if err != nil {
+				return f, fmt.Errorf(`"score": %v`, err)
+			}
+			hasScore = true
+		case "ms":
+			f.MS, _ = strconv.ParseFloat(string(m.Value), 64)
+		case "feedback":
+			if jsonKind(m.Value) == "a string" {
+				f.Feedback = m.Value
+			}
+		case "scores":
+			if jsonKind(m.Value) == "an object" {
+				f.Scores = m.Value
+			}
+		case "error":
+			if jsonKind(m.Value) != "an object" {
+				continue
+			}
+			fields, err := cpython.SplitObject(m.Value, nil)
+			if err != nil {
+				return f, err
+			}
+			for _, e := range fields {
+				if e.Key == "kind" && jsonKind(e.Value) == "a string" {
+					var k string
+					if json.Unmarshal(e.Value, &k) == nil {
+						f.Kind = engine.ErrorKind(k)
+					}
+				}
+			}
+			if f.Kind == "" {
+				f.Kind = "error"
+			}
+		}
+	}
+	switch {
+	case !hasID:
+		return f, errors.New(`no "id": not a results line`)
+	case !hasScore:
+		return f, errors.New(`no "score": not a results line`)
+	}
+	return f, nil
+}
+
+// EachNamedScore calls fn with each named score of a ResultFields.Scores
+// object (name unescaped), in the line's order; a value that is not a
+// number is passed over.
+func EachNamedScore(scores []byte, fn func(name string, v float64)) error {
+	members, err := cpython.SplitObject(scores, nil)
+	if err != nil {
+		return err
+	}
+	for _, m := range members {
+		if jsonKind(m.Value) != "a number" {
+			continue
+		}
+		if v, err := strconv.ParseFloat(string(m.Value), 64); err == nil {
+			fn(m.Key, v)
+		}
+	}
+	return nil
+}
+
+// QuickResultFields is ParseResultFields for a line AppendResult wrote, its
+// members in that order, read without validating the rest of the line: a
+// reader of a million results lines pays a scan of each, not a parse.
+// ok is false for any other line; ParseResultFields then reads it.
+func QuickResultFields(line []byte) (f ResultFields, ok bool) {
+	const head = `{"id":`
+	n := len(line)
+	if n < 2 || !bytes.HasPrefix(line, []byte(head)) || line[n-1] != '}' {
+		return f, false
+	}
+	i := len(head)
+	switch {
+	case i < n && line[i] == '"':
+		end := stringEnd(line, i)
+		if end < 0 {
+			return f, false
+		}
+		raw := line[i:end]
+		if bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) {
+			f.ID = string(raw[1 : len(raw)-1])
+		} else if json.Unmarshal(raw, &f.ID) != nil {
+			return f, false
+		}
+		i = end
+	default:
+		j := bytes.IndexByte(line[i:], ',')
+		if j <= 0 || jsonKind(line[i:i+j]) != "a number" {
+			return f, false
+		}
+		f.ID, i = string(line[i:i+j]), i+j
+	}
+	number := func(key string) (float64, bool) {
+		if !bytes.HasPrefix(line[i:], []byte(key)) {
+			return 0, false
+		}
+		i += len(key)
+		j := i
+		for j < n && line[j] != ',' && line[j] != '}' {
+			j++
+		}
+		v, err := strconv.ParseFloat(string(line[i:j]), 64)
+		i = j
+		return v, err == nil
+	}
+	var okScore bool
+	if f.Score, okScore = number(`,"score":`); !okScore {
+		return f, false
+	}
+	const fb, sc, er = `,"feedback":`, `,"scores":`, `,"error":`
+	if !bytes.HasPrefix(line[i:], []byte(fb)) || i+len(fb) >= n || line[i+len(fb)] != '"' {
+		return f, false
+	}
+	i += len(fb)
+	end := stringEnd(line, i)
+	if end < 0 {
+		return f, false
+	}
+	f.Feedback, i = line[i:end], end
+	if !bytes.HasPrefix(line[i:], []byte(sc)) || i+len(sc) >= n || line[i+len(sc)] != '{' {
+		return f, false
+	}
+	i += len(sc)
+	end, okObj := skipValue(line, i)
+	if !okObj {
+		return f, false
+	}
+	f.Scores, i = line[i:end], end
+	if !bytes.HasPrefix(line[i:], []byte(er)) {
+		return f, false
+	}
+	i += len(er)
+	switch {
+	case bytes.HasPrefix(line[i:], []byte("null")):
+		i += 4
+	case i < n && line[i] == '{':
+		end, okObj := skipValue(line, i)
+		if !okObj {
+			return f, false
+		}
+		const kind = `{"kind":"`
+		obj := line[i:end]
+		if !bytes.HasPrefix(obj, []byte(kind)) {
+			return f, false
+		}
+		k := bytes.IndexByte(obj[len(kind):], '"')
+		if k < 0 {
+			return f, false
+		}
+		f.Kind, i = engine.ErrorKind(obj[len(kind):len(kind)+k]), end
+	default:
+		return f, false
+	}
+	if f.MS, ok = number(`,"ms":`); !ok {
+		return f, false
+	}
+	return f, true
+}
+
+// EachQuickScore calls fn with each named score of a QuickResultFields
+// Scores object as AppendResult wrote it: the name as the line holds it (a
+// JSON string, quotes kept) and its value; ok is false when the object is
+// not plainly that (EachNamedScore then reads it).
+func EachQuickScore(scores []byte, fn func(rawName []byte, v float64)) (ok bool) {
+	n := len(scores)
+	if n < 2 || scores[0] != '{' || scores[n-1] != '}' {
+		return false
+	}
+	for i := 1; i < n-1; {
+		if scores[i] != '"' {
+			return false
+		}
+		end := stringEnd(scores, i)
+		if end < 0 || end >= n || scores[end] != ':' {
+			return false
+		}
+		name := scores[i:end]
+		j := end + 1
+		for j < n-1 && scores[j] != ',' {
+			j++
+		}
+		v, err := strconv.ParseFloat(string(scores[end+1:j]), 64)
+		if err != nil {
+			return false
+		}
+		fn(name, v)
+		i = j + 1
+	}
+	return true
 }

@@ -529,7 +529,7 @@ func SplitObjectEncoding(src []byte, members []Member, out []byte, encode func(k
 			p.space()
 			start := p.i
 			var keyStr string
-			switch string(key) { // a case file's keys, without allocating
+			switch string(key) { // a case file's and a results file's keys, without allocating
 			case "id":
 				keyStr = "id"
 			case "input":
@@ -538,6 +538,18 @@ func SplitObjectEncoding(src []byte, members []Member, out []byte, encode func(k
 				keyStr = "output"
 			case "expected":
 				keyStr = "expected"
+			case "score":
+				keyStr = "score"
+			case "feedback":
+				keyStr = "feedback"
+			case "scores":
+				keyStr = "scores"
+			case "error":
+				keyStr = "error"
+			case "kind":
+				keyStr = "kind"
+			case "ms":
+				keyStr = "ms"
 			default:
 				keyStr = string(key)
 			}

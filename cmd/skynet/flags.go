@@ -49,6 +49,7 @@ var intRanges = map[string]intRange{
 	"max-body":          {min: 1},
 	"max-inflight":      {min: 1},
 	"llm-max-inflight":  {min: 1},
+	"show":              {min: 0},
 }
 
 // durationMax is the longest value of the duration flags that have one;
@@ -109,6 +110,10 @@ var commandHelp = map[string]struct{ usage, about string }{
 		"Time the engine, a pure-Python loop and subprocess baselines side by side; with --file, skynet score with N and 1 processes against the plain script and multiprocessing.Pool(N)."},
 	"serve": {"skynet serve --metric metric.py [--listen 127.0.0.1:8765] [flags]",
 		"Load the metric once and score over HTTP: POST /v1/score (NDJSON or JSON cases), POST /v1/rewards (OpenRLHF), GET /healthz, /livez, /metrics."},
+	"compare": {"skynet compare BASE.jsonl NEW.jsonl [flags]   (or --base PART... --new PART...)",
+		"Pair two runs' results by case id: each mean, the difference with its 95% interval from the paired differences, McNemar's exact test for 0/1 scores, each named score's difference, and the cases that got worse and better, with both feedbacks."},
+	"report": {"skynet report RESULTS.jsonl [--base BASE.jsonl] -o report.html",
+		"Write one self-contained HTML file (no network fetch) to look at a run: the summary, histograms, named scores with intervals, errors, call times and a table of cases to sort and filter; with --base, the paired comparison and the cases that changed."},
 	"merge": {"skynet merge --data CASES.jsonl [--eval [--split S]] [--out RESULTS.jsonl] PART...",
 		"Put the results files of --shard runs together in input order, once every case has exactly one result."},
 }

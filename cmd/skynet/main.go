@@ -52,6 +52,10 @@ Usage:
               score over HTTP: POST /v1/score, POST /v1/rewards, GET /healthz, GET /metrics
   skynet merge --data CASES.jsonl [--eval [--split S]] [--out RESULTS.jsonl] PART...
               merge the results of score/eval --shard I/N runs, checking each case has one
+  skynet compare BASE.jsonl NEW.jsonl [--json] [--fail-if-worse]
+              two runs of one dataset, case by case: the difference with its interval, what changed
+  skynet report RESULTS.jsonl [--base BASE.jsonl] -o report.html
+              one HTML file to look at a run (and its comparison with BASE) in a browser
   skynet stub DIR    write skynet.pyi (type stub of the skynet module) into DIR
   skynet version     print skynet's version and the CPython it embeds (also --version)
 
@@ -130,6 +134,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runServe(args[1:], stdout, stderr)
 	case "merge":
 		return runMerge(args[1:], stdout, stderr)
+	case "compare":
+		return runCompare(args[1:], stdout, stderr)
+	case "report":
+		return runReport(args[1:], stdout, stderr)
 	case "stub":
 		return runStub(args[1:], stdout, stderr)
 	case "version", "--version":
@@ -152,7 +160,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 // commandNames are skynet's subcommands.
-var commandNames = []string{"check", "score", "eval", "bench", "serve", "merge", "stub", "version"}
+var commandNames = []string{"check", "score", "eval", "bench", "serve", "merge", "compare", "report", "stub", "version"}
 
 func unknownCommand(name string, stderr io.Writer) int {
 	msg := fmt.Sprintf("skynet: unknown command %q", name)

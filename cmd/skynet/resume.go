@@ -110,9 +110,11 @@ func replaceFile(path string, write func(io.Writer) error) error {
 		err = cerr
 	}
 	if err == nil {
+		mode := os.FileMode(0o644) // CreateTemp's 0600 would hide the results from others
 		if st, serr := os.Stat(path); serr == nil {
-			os.Chmod(tmp.Name(), st.Mode().Perm()) // CreateTemp's 0600 would hide the results from others
+			mode = st.Mode().Perm()
 		}
+		os.Chmod(tmp.Name(), mode)
 		err = os.Rename(tmp.Name(), path)
 	}
 	if err != nil {
