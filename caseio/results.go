@@ -2,8 +2,8 @@ package caseio
 
 import (
 	"bytes"
-	"errors"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
