@@ -271,7 +271,7 @@ func sameDefault(doc, real string) bool {
 
 // flagCommands are the commands with flags; docs/cli.md's table covers them
 // all.
-var flagCommands = []string{"check", "score", "eval", "bench", "serve", "merge"}
+var flagCommands = []string{"check", "score", "eval", "bench", "serve", "merge", "compare", "report"}
 
 // checkFlagTable holds a flag table (name: where it is) to the commands' -h:
 // every flag it names exists for each command of its row, with the default
@@ -940,12 +940,15 @@ func TestDocsGoModule(t *testing.T) {
 	}
 	example := readmeGoExample(t)
 	var build []string
-	for _, f := range fences(section(t, readmeText(t), "## Go API")) {
+	goAPI, err := os.ReadFile(filepath.Join(repoRoot, "docs", "go-api.md"))
+	require.NoError(t, err)
+	for _, f := range fences(section(t, string(goAPI), "## In your own module")) {
 		if f.lang == "sh" && strings.Contains(strings.Join(f.body, "\n"), "go mod edit -replace") {
 			build = f.body
 		}
 	}
-	require.NotNil(t, build, "no ```sh block with go mod edit -replace under ## Go API")
+	require.NotNil(t, build, "no ```sh block with go mod edit -replace under docs/go-api.md's ## In your own module, which the README points to")
+	require.Contains(t, section(t, readmeText(t), "## Go API"), "docs/go-api.md#in-your-own-module", "the README points to the build commands")
 	root, err := filepath.Abs(repoRoot)
 	require.NoError(t, err)
 	want := ""

@@ -147,6 +147,9 @@ func printHelp(fs *flag.FlagSet, w io.Writer) {
 			old = append(old, fmt.Sprintf("--%s (now --%s)", f.Name, now))
 			return
 		}
+		if len(f.Name) == 1 {
+			return // a short name, said in its long flag's line
+		}
 		kind, usage := flag.UnquoteUsage(f)
 		switch {
 		case kind == "": // a boolean flag takes no value

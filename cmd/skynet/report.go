@@ -38,8 +38,8 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("report", flag.ContinueOnError)
 	var base stringsFlag
 	fs.Var(&base, "base", "a results file of a run to compare with (again for each part)")
-	out := fs.String("o", "", "the HTML file to write (report.html)")
-	fs.StringVar(out, "out", "", "the same as -o")
+	out := fs.String("out", "", "the HTML file to write, e.g. report.html (-o for short)")
+	fs.StringVar(out, "o", "", "--out")
 	var pos []string
 	for {
 		if code, ok := parseFlagsArgs(fs, args, stdout, stderr); !ok {

@@ -32,7 +32,7 @@ func chromium(t *testing.T) string {
 
 // browse loads a page in headless Chromium and returns what it holds once
 // its script ran (--dump-dom), or writes a screenshot of it.
-func browse(t *testing.T, page string, screenshot string) string {
+func browse(t *testing.T, page, screenshot string) string {
 	t.Helper()
 	args := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
 		"--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -106,9 +106,6 @@ func TestReportInBrowser(t *testing.T) {
 	assert.Contains(t, dom, "300 of 300 rows")
 	assert.Contains(t, tbody[1], "new &lt;b&gt;says&lt;/b&gt; case-007", "feedback shows as text")
 
-	if shot := os.Getenv("SKYNET_REPORT_SCREENSHOT"); shot != "" { // make docs-screenshot
-		browse(t, page, shot)
-	}
 }
 
 // What report refuses, exit 2: no -o, a missing file, an empty one, a line
