@@ -67,9 +67,11 @@ test: deps fmt-check vet pyvenv
 	$(MAKE) --no-print-directory asan
 	$(MAKE) --no-print-directory fuzz FUZZTIME=5000x
 
-# The README against the code (its flag table, commands, exit codes, worked
-# example, Go example and version) and the fault table in docs/faults.md
-# against the faults; make test runs both with everything else.
+# The README and docs/ against the code (cmd/skynet/docs_test.go: the README's
+# length and sections, every command it shows run and its output compared,
+# docs/cli.md's flag table against every command's -h, exit codes, the worked
+# reward example, the Go example built as pasted, links) and the fault table
+# in docs/faults.md against the faults; make test runs both with the rest.
 docs-check: deps
 	$(GO) test -count=1 -run '^TestDocs' ./cmd/skynet
 	$(GO) test -count=1 -run '^TestFaultCatalogue$$' ./engine
