@@ -27,7 +27,7 @@ endif
 # The default build's note on linking the shared libpython, at the top level.
 SAY_LIBPYTHON := $(if $(PY)$(filter shared,$(LIBPYTHON))$(filter-out 0,$(MAKELEVEL)),,build/static.sh --say)
 
-.PHONY: all deps pyvenv build run check test test-slurm test-pythons test-ray vet fmt-check docs-check docs-screenshot asan bench bench-cli bench-cpu bench-serve soak fuzz clean
+.PHONY: all deps pyvenv build run check test test-slurm test-pythons test-ray vet fmt-check docs-check docs-screenshot asan bench bench-cli bench-cpu bench-serve bench-latency soak fuzz clean
 
 all: build
 
@@ -153,13 +153,29 @@ bench-cpu: build
 # ratio, for the trivial example (200,000 cases) and the difflib metric; then
 # the request shapes trainers send (--shapes: one sample and 64 cases a
 # request at 1 to 1,024 connections, beside 1,000-case requests; p50, p99,
-# server CPU a request, and pool.Score's latency without HTTP).
-bench-serve: build
+# server CPU a request, and pool.Score's latency without HTTP); then skynet
+# serve beside the reward servers users write instead (--rewards: aiohttp in
+# one process, FastAPI on uvicorn --workers N, from the pinned venv), all on
+# POST /v1/rewards with OpenRLHF's body, for a sub-microsecond exact match
+# with named scores and a ~0.2 ms difflib similarity: req/s, p50, p99, CPU a
+# request, and skynet ÷ the best Python server.
+REWARDS := internal/benchserve/testdata
+bench-serve: build pyvenv
 	$(or $(PY),python3) -c "import json; l=[json.loads(x) for x in open('$(EXAMPLE)/cases.jsonl') if x.strip()]; open('bin/big.jsonl','w').write(''.join(json.dumps(dict(l[i%len(l)], id=f'c{i}'))+'\n' for i in range(200000)))"
 	$(or $(PY),python3) testdata/difflib/make_cases.py 4000 > bin/difflib.jsonl
 	$(GO) run ./internal/benchserve --bin $(BIN) --metric $(EXAMPLE)/metric.py --data bin/big.jsonl --processes $(PROCESSES)
 	$(GO) run ./internal/benchserve --bin $(BIN) --metric testdata/difflib/metric.py --data bin/difflib.jsonl --batch 250 --processes $(PROCESSES)
 	$(GO) run ./internal/benchserve --shapes --bin $(BIN) --metric $(EXAMPLE)/metric.py --data bin/big.jsonl --processes $(PROCESSES)
+	$(GO) run ./internal/benchserve --rewards --bin $(BIN) --metric $(REWARDS)/exact_named/metric.py --python bin/pyvenv/bin/python --processes $(PROCESSES)
+	$(GO) run ./internal/benchserve --rewards --bin $(BIN) --metric $(REWARDS)/difflib_label/metric.py --samples edited --python bin/pyvenv/bin/python --processes $(PROCESSES)
+
+# One call at a time (internal/benchserve --latency), p50/p90/p99 over 20,000
+# calls each: engine.Score in this process, pool.Score with one worker,
+# skynet serve over one keep-alive connection, beside a Python worker forked
+# once on a socketpair and multiprocessing.Pool(1).apply on the CPython the
+# binary embeds; then the spec's ratios.
+bench-latency: build
+	$(GO) run ./internal/benchserve --latency --bin $(BIN) --metric $(REWARDS)/exact_named/metric.py $(if $(PY),--python $(PY))
 
 # The full soaks: RSS after 1,000,000 cases within 5 MB of RSS after 10,000,
 # and 100,000 judge cases against a model server injecting faults (make test

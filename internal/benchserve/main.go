@@ -8,8 +8,20 @@
 // send (shapes.go): one sample a request and 64-case requests at 1 to 1,024
 // connections, beside 1,000-case requests, with cases/s, p50 and p99.
 //
+// With --rewards it loads skynet serve beside the reward servers users write
+// instead (rewards.go, reward_server.py): POST /v1/rewards, OpenRLHF's body,
+// to skynet serve, to aiohttp in one process and to FastAPI on uvicorn
+// --workers N, each calling the same metric's score once a sample.
+//
+// With --latency it times one call at a time (latency.go, latency.py):
+// engine.Score in this process, pool.Score with one worker process, skynet
+// serve over one keep-alive connection, beside a Python worker forked once
+// answering JSON lines over a socketpair and multiprocessing.Pool(1).apply.
+//
 //	go run ./internal/benchserve --bin bin/skynet --metric M --data CASES.jsonl [--runs 5] [--clients 4] [--batch 1000]
 //	go run ./internal/benchserve --shapes --bin bin/skynet --metric M --data CASES.jsonl [--runs 5] [--duration 2s]
+//	go run ./internal/benchserve --rewards --bin bin/skynet --metric M --python PY [--samples exact|edited] [--runs 3] [--duration 1s]
+//	go run ./internal/benchserve --latency --bin bin/skynet --metric M [--python PY] [--calls 20000] [--runs 5]
 package main
 
 import (
@@ -21,11 +33,14 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/skynetml/skynet/internal/median"
@@ -35,16 +50,50 @@ func main() {
 	bin := flag.String("bin", "bin/skynet", "the skynet binary")
 	metric := flag.String("metric", "", "metric.py")
 	data := flag.String("data", "", "case file (JSONL)")
-	runs := flag.Int("runs", 5, "runs of each (medians)")
+	runs := flag.Int("runs", 5, "runs of each (medians; --rewards: 3)")
 	clients := flag.Int("clients", 4, "concurrent clients posting to serve")
 	batch := flag.Int("batch", 1000, "cases a request")
 	processes := flag.String("processes", "auto", "--processes of both")
 	shapes := flag.Bool("shapes", false, "load-generator mode: request shapes and connections (see shapes.go)")
-	duration := flag.Duration("duration", 2*time.Second, "with --shapes: how long each shape runs, each run")
+	duration := flag.Duration("duration", 2*time.Second, "with --shapes or --rewards: how long each shape runs, each run (--rewards: 1s, each server)")
 	target := flag.String("url", "", "with --shapes: load this running skynet serve instead of starting one (for profiling it)")
-	only := flag.String("only", "", "with --shapes: the shapes to run, as CASESxCONNECTIONS[,...] (default: the whole table)")
+	only := flag.String("only", "", "with --shapes or --rewards: the shapes to run, as CASESxCONNECTIONS[,...] (default: the whole table)")
+	rewards := flag.Bool("rewards", false, "skynet serve beside Python reward servers on POST /v1/rewards (see rewards.go)")
+	samples := flag.String("samples", "exact", "with --rewards: the texts sent, exact (every other completion is its label) or edited (each completion its label with words changed)")
+	latency := flag.Bool("latency", false, "one call at a time: engine, pool, serve, and Python workers (see latency.go)")
+	calls := flag.Int("calls", 20000, "with --latency: calls of each path, over all runs")
+	python := flag.String("python", "", "with --rewards or --latency: the python of the Python servers and workers (default: the CPython skynet embeds)")
 	flag.Parse()
-	if *metric == "" || *data == "" {
+	go onSignal()
+	if *python == "" {
+		*python = embeddedPython()
+	}
+	if *metric == "" {
+		fail("--metric is required")
+	}
+	switch {
+	case *rewards:
+		// Three servers, two metrics: shorter defaults keep make
+		// bench-serve within minutes on the 2-core box.
+		set := map[string]bool{}
+		flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		if !set["runs"] {
+			*runs = 3
+		}
+		if !set["duration"] {
+			*duration = time.Second
+		}
+		table := rewardShapes
+		if *only != "" {
+			table = parseShapes(*only)
+		}
+		runRewards(*bin, *metric, *python, *processes, *samples, *runs, *duration, table)
+		return
+	case *latency:
+		runLatency(*bin, *metric, *python, *calls, *runs)
+		return
+	}
+	if *data == "" {
 		fmt.Fprintln(os.Stderr, "benchserve: --metric and --data are required")
 		os.Exit(2)
 	}
@@ -72,7 +121,6 @@ func main() {
 	out := filepath.Join(tmp, "results.jsonl")
 	rate := regexp.MustCompile(`scored (\d+) case\(s\) in ([0-9.]+)s`)
 	srv, url := startServe(*bin, *metric, *processes)
-	defer srv.Process.Kill()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: *clients}}
 	post := func(body []byte) int {
 		resp, err := client.Post(url+"/v1/score", "application/x-ndjson", bytes.NewReader(body))
@@ -153,6 +201,7 @@ func startServe(bin, metric, processes string) (*exec.Cmd, string) {
 	pipe, err := srv.StderrPipe()
 	check(err)
 	check(srv.Start())
+	atExit(func() { srv.Process.Kill() })
 	url := ""
 	sc := bufio.NewScanner(pipe)
 	for sc.Scan() {
@@ -174,7 +223,65 @@ func check(err error) {
 	}
 }
 
+// fail says what went wrong, stops the servers it started, and exits 1.
 func fail(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "benchserve: "+format+"\n", args...)
+	cleanup()
 	os.Exit(1)
+}
+
+// cleanups are what fail, a signal and the end of a mode run: killing the
+// servers this program started, so that none outlives it.
+var cleanups struct {
+	sync.Mutex
+	fns []func()
+}
+
+func atExit(f func()) {
+	cleanups.Lock()
+	defer cleanups.Unlock()
+	cleanups.fns = append(cleanups.fns, f)
+}
+
+// cleanup runs each function atExit was given, once, newest first.
+func cleanup() {
+	cleanups.Lock()
+	fns := cleanups.fns
+	cleanups.fns = nil
+	cleanups.Unlock()
+	for _, f := range slices.Backward(fns) {
+		f()
+	}
+}
+
+// onSignal stops the servers when this program is interrupted.
+func onSignal() {
+	c := make(chan os.Signal, 1)
+	signal.Notify(c, os.Interrupt, syscall.SIGTERM)
+	sig := <-c
+	fmt.Fprintf(os.Stderr, "benchserve: %v: stopping the servers\n", sig)
+	cleanup()
+	os.Exit(130)
+}
+
+// embeddedPython is the python of the CPython skynet embeds, as the tests
+// find it: SKYNET_PYTHON, else pkg-config python3-embed's
+// exec_prefix/bin/python3.X; "python3" when pkg-config has no answer.
+func embeddedPython() string {
+	if p := os.Getenv("SKYNET_PYTHON"); p != "" {
+		return p
+	}
+	pc := func(args ...string) string {
+		out, _ := exec.Command("pkg-config", append(args, "python3-embed")...).Output()
+		return strings.TrimSpace(string(out))
+	}
+	prefix := pc("--variable=exec_prefix")
+	if prefix == "" {
+		prefix = pc("--variable=prefix")
+	}
+	version := pc("--modversion")
+	if prefix == "" || version == "" {
+		return "python3"
+	}
+	return filepath.Join(prefix, "bin", "python"+version)
 }

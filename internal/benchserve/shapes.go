@@ -48,6 +48,7 @@ type shapeRun struct {
 	rate     float64 // cases answered a second
 	p50, p99 time.Duration
 	cpu      time.Duration // the server's CPU (its workers' too) a request; 0: not known
+	client   time.Duration // this process's CPU a request (--rewards); 0: not measured
 	requests int
 }
 
@@ -125,11 +126,13 @@ func runShapes(bin, metric, processes, base string, lines [][]byte, runs int, d 
 
 // medianRun is the median of each figure over the runs.
 func medianRun(rs []shapeRun) shapeRun {
-	var rate, p50, p99, cpu []float64
+	var rate, p50, p99, cpu, client []float64
 	for _, r := range rs {
 		rate, p50, p99, cpu = append(rate, r.rate), append(p50, float64(r.p50)), append(p99, float64(r.p99)), append(cpu, float64(r.cpu))
+		client = append(client, float64(r.client))
 	}
-	return shapeRun{rate: median.Of(rate), p50: time.Duration(median.Of(p50)), p99: time.Duration(median.Of(p99)), cpu: time.Duration(median.Of(cpu))}
+	return shapeRun{rate: median.Of(rate), p50: time.Duration(median.Of(p50)), p99: time.Duration(median.Of(p99)),
+		cpu: time.Duration(median.Of(cpu)), client: time.Duration(median.Of(client))}
 }
 
 func fmtDur(d time.Duration) string {
@@ -143,19 +146,28 @@ func fmtMicros(d time.Duration) string {
 	return fmt.Sprintf("%.0fµs", float64(d)/float64(time.Microsecond))
 }
 
-// treeCPU is the user+system time of srv and its child processes (the
+// treeCPU is the user+system time of srv and its descendants (the
 // workers) so far, from /proc; 0 when it cannot be read (not Linux, or a
 // server this program did not start).
 func treeCPU(srv *exec.Cmd) time.Duration {
 	if srv == nil || srv.Process == nil {
 		return 0
 	}
-	root := srv.Process.Pid
+	return pidTreeCPU(srv.Process.Pid)
+}
+
+// pidTreeCPU is the user+system time of process root and every process
+// under it (uvicorn's workers are its children, skynet serve's too), so
+// far; 0 when /proc cannot be read. The time of descendants that exited is
+// not in it, only of those alive now: the servers' workers live as long as
+// they do.
+func pidTreeCPU(root int) time.Duration {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		return 0
 	}
-	var ticks int64
+	parent := map[int]int{}
+	ticksOf := map[int]int64{}
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -175,12 +187,18 @@ func treeCPU(srv *exec.Cmd) time.Duration {
 			continue
 		}
 		ppid, _ := strconv.Atoi(f[1])
-		if pid != root && ppid != root {
-			continue
-		}
 		ut, _ := strconv.ParseInt(f[11], 10, 64)
 		st, _ := strconv.ParseInt(f[12], 10, 64)
-		ticks += ut + st
+		parent[pid], ticksOf[pid] = ppid, ut+st
+	}
+	var ticks int64
+	for pid, t := range ticksOf {
+		for p := pid; p > 1; p = parent[p] {
+			if p == root {
+				ticks += t
+				break
+			}
+		}
 	}
 	return time.Duration(ticks) * (time.Second / clockTicks)
 }
