@@ -186,7 +186,7 @@ func TestCrashOnEveryCase(t *testing.T) {
 		}
 	}
 	assert.Equal(t, exitCheck, code)
-	assert.Contains(t, stderr, "errors: 8 (crash 8)")
+	assert.Contains(t, stderr, "errors: 8 (crash 8: c1, c2, c3, ...)")
 }
 
 // A metric that cannot load because it loops or crashes at import fails the
@@ -262,7 +262,7 @@ func TestCrashesWithWorkersInFlight(t *testing.T) {
 				}
 			}
 			assert.Equal(t, exitCheck, code)
-			assert.Contains(t, stderr, "errors: 2 (crash 2)")
+			assert.Contains(t, stderr, "errors: 2 (crash 2: c40, c170)")
 		})
 	}
 }

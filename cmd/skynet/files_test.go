@@ -148,7 +148,7 @@ func TestRepeatedIDs(t *testing.T) {
 	assert.Equal(t, "input", string(lines[1].Error.Kind))
 	assert.Contains(t, lines[1].Error.Message, `line 2: case id "1" is also the id of line 1`)
 	assert.Nil(t, lines[2].Error, "the lines after the repeat are scored")
-	assert.Contains(t, errOut, "errors: 1 (input 1)")
+	assert.Contains(t, errOut, "errors: 1 (input 1: 1)")
 }
 
 // A case file that starts with a UTF-8 byte order mark scores its first
