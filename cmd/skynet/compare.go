@@ -51,16 +51,9 @@ func runCompare(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&f.failIfWorse, "fail-if-worse", false, "exit 1 when NEW is worse than BASE with 95% confidence (the interval of the difference lies below 0), for CI pipelines")
 	fs.IntVar(&f.show, "show", 5, "how many cases that got worse (and better) to list, largest change first")
 	fs.BoolVar(&f.allowPartial, "allow-partial", false, "compare even when the two runs share fewer than half the cases of the smaller (different datasets, most likely)")
-	// Flags may come after the files too (skynet compare a.jsonl b.jsonl --json).
-	var pos []string
-	for {
-		if code, ok := parseFlagsArgs(fs, args, stdout, stderr); !ok {
-			return code
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		pos, args = append(pos, fs.Arg(0)), fs.Args()[1:]
+	pos, code, ok := parseFlagsAnywhere(fs, args, stdout, stderr)
+	if !ok {
+		return code
 	}
 	switch {
 	case len(pos) == 2 && len(f.base) == 0 && len(f.new) == 0:

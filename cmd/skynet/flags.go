@@ -128,6 +128,21 @@ var flagValueNames = map[string]string{
 // renamedFlags are old flag names, kept working and left out of -h.
 var renamedFlags = map[string]string{"interpreters": "processes", "workers": "threads"}
 
+// parseFlagsAnywhere is parseFlagsArgs for a command whose flags may come
+// after its file arguments too (skynet compare a.jsonl b.jsonl --json): it
+// returns the arguments that are not flags, in order.
+func parseFlagsAnywhere(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (pos []string, code int, ok bool) {
+	for {
+		if code, ok := parseFlagsArgs(fs, args, stdout, stderr); !ok {
+			return nil, code, false
+		}
+		if fs.NArg() == 0 {
+			return pos, 0, true
+		}
+		pos, args = append(pos, fs.Arg(0)), fs.Args()[1:]
+	}
+}
+
 // printHelp is what skynet CMD -h and skynet help CMD print: the usage
 // line, what the command does, then each flag as it is typed (--name), its
 // value's form and its default.

@@ -40,15 +40,9 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 	fs.Var(&base, "base", "a results file of a run to compare with (again for each part)")
 	out := fs.String("out", "", "the HTML file to write, e.g. report.html (-o for short)")
 	fs.StringVar(out, "o", "", "--out")
-	var pos []string
-	for {
-		if code, ok := parseFlagsArgs(fs, args, stdout, stderr); !ok {
-			return code
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		pos, args = append(pos, fs.Arg(0)), fs.Args()[1:]
+	pos, code, ok := parseFlagsAnywhere(fs, args, stdout, stderr)
+	if !ok {
+		return code
 	}
 	if len(pos) == 0 {
 		fmt.Fprintln(stderr, "skynet report: name the results file(s): skynet report RESULTS.jsonl [--base BASE.jsonl] -o report.html")
