@@ -166,8 +166,11 @@ class RayTest(unittest.TestCase):
         p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600)
         self.assertEqual(p.returncode, 0, p.stdout[-4000:])
         self.assertIn(f"skynet ray job: {N} case(s), 0 failed", p.stdout)
-        parts = sorted(f for f in os.listdir(out_dir) if f.startswith("results-"))
+        parts = sorted(f for f in os.listdir(out_dir) if f.startswith("results-") and f.endswith(".jsonl"))
         self.assertEqual(len(parts), 4, parts)
+        for part in parts:  # each says what made it, as skynet score --out records
+            self.assertTrue(os.path.exists(os.path.join(out_dir, part + ".meta.json")), part)
+        self.assertTrue(os.path.exists(os.path.join(out_dir, "results.jsonl.meta.json")), "skynet merge --out records it too")
         same(self, read_results(os.path.join(out_dir, "results.jsonl")), self.want, "the Ray job's merged results")
 
 
