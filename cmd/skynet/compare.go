@@ -449,9 +449,11 @@ func (n *namesSeen) decoded(raw []byte) string {
 	return s
 }
 
-// readSide reads one side's results files, calling fn with each result
-// (cancelled ones aside: they are not results) and where it is.
-func readSide(files []string, names *namesSeen, fn func(id string, r sideResult, where lineAt) error) error {
+// eachResult reads the results files, calling fn with each results line's
+// fields, its named scores (numbered by names; the slice is reused) and
+// where it is; a line that is not a result stops it with an error naming
+// the file and line.
+func eachResult(files []string, names *namesSeen, fn func(rf caseio.ResultFields, named []namedValue, file int, offset int64, at lineAt) error) error {
 	var named []namedValue
 	for fi, path := range files {
 		f, err := os.Open(path)
@@ -466,9 +468,6 @@ func readSide(files []string, names *namesSeen, fn func(id string, r sideResult,
 					return fmt.Errorf("%s:%d: not a results line (%v): %s", path, n, err, abbrevLine(line))
 				}
 			}
-			if rf.Kind == engine.KindCanceled {
-				return nil
-			}
 			named = named[:0]
 			if rf.Scores != nil {
 				at := 0
@@ -481,7 +480,7 @@ func readSide(files []string, names *namesSeen, fn func(id string, r sideResult,
 					caseio.EachNamedScore(rf.Scores, func(name string, v float64) { add(caseio.AppendString(nil, name), v) })
 				}
 			}
-			return fn(rf.ID, sideResult{score: rf.Score, kind: rf.Kind, file: fi, offset: offset, named: named}, lineAt{path, n})
+			return fn(rf, named, fi, offset, lineAt{path, n})
 		})
 		f.Close()
 		if err != nil {
@@ -489,6 +488,17 @@ func readSide(files []string, names *namesSeen, fn func(id string, r sideResult,
 		}
 	}
 	return nil
+}
+
+// readSide reads one side's results files, calling fn with each result
+// (cancelled ones aside: they are not results) and where it is.
+func readSide(files []string, names *namesSeen, fn func(id string, r sideResult, where lineAt) error) error {
+	return eachResult(files, names, func(rf caseio.ResultFields, named []namedValue, file int, offset int64, at lineAt) error {
+		if rf.Kind == engine.KindCanceled {
+			return nil
+		}
+		return fn(rf.ID, sideResult{score: rf.Score, kind: rf.Kind, file: file, offset: offset, named: named}, at)
+	})
 }
 
 // eachLine calls fn with each line of r that is not blank, its number and

@@ -18,7 +18,6 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
-	"os"
 	"sort"
 	"strconv"
 	"time"
@@ -105,52 +104,30 @@ func buildReport(files, base []string) (*reportData, error) {
 		json.Unmarshal(rf.Feedback, &feedback)
 		return reportRow{ID: rf.ID, Score: rf.Score, Feedback: feedback, Error: string(rf.Kind), MS: rf.MS}
 	}
-	for _, path := range files {
-		f, err := os.Open(path)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, unwrapPath(err))
-		}
-		err = eachLine(f, func(line []byte, n int, _ int64) error {
-			rf, quick := caseio.QuickResultFields(line)
-			if !quick {
-				var err error
-				if rf, err = caseio.ParseResultFields(line); err != nil {
-					return fmt.Errorf("%s:%d: not a results line (%v): %s", path, n, err, abbrevLine(line))
-				}
-			}
-			if rf.Kind == engine.KindCanceled {
-				sum.add(tally{kind: engine.KindCanceled})
-				return nil
-			}
-			sum.add(tally{id: rf.ID, score: rf.Score, kind: rf.Kind, ms: rf.MS})
-			if rf.Scores != nil {
-				at := 0
-				add := func(raw []byte, v float64) {
-					sum.addScore([]byte(names.list[names.of(raw, at)]), v)
-					at++
-				}
-				if !caseio.EachQuickScore(rf.Scores, add) {
-					at = 0
-					caseio.EachNamedScore(rf.Scores, func(name string, v float64) { add(caseio.AppendString(nil, name), v) })
-				}
-			}
-			// The lowest scores (failed cases first), and a reservoir
-			// sample of every case.
-			if key := rowKey(rf); lowest.wants(key) {
-				lowest.push(key, rowOf(rf))
-			}
-			seen++
-			if len(sample) < reportRows {
-				sample = append(sample, rowOf(rf))
-			} else if j := rng.IntN(seen); j < reportRows {
-				sample[j] = rowOf(rf)
-			}
+	err := eachResult(files, &names, func(rf caseio.ResultFields, named []namedValue, _ int, _ int64, _ lineAt) error {
+		if rf.Kind == engine.KindCanceled {
+			sum.add(tally{kind: engine.KindCanceled})
 			return nil
-		})
-		f.Close()
-		if err != nil {
-			return nil, err
 		}
+		sum.add(tally{id: rf.ID, score: rf.Score, kind: rf.Kind, ms: rf.MS})
+		for _, nv := range named {
+			sum.addScore([]byte(names.list[nv.name]), nv.v)
+		}
+		// The lowest scores (failed cases first), and a reservoir sample
+		// of every case.
+		if key := rowKey(rf); lowest.wants(key) {
+			lowest.push(key, rowOf(rf))
+		}
+		seen++
+		if len(sample) < reportRows {
+			sample = append(sample, rowOf(rf))
+		} else if j := rng.IntN(seen); j < reportRows {
+			sample[j] = rowOf(rf)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if sum.count == 0 {
 		return nil, fmt.Errorf("%s holds no results", files[0])
@@ -359,11 +336,4 @@ func layBars(counts []int, label func(int) string) []bar {
 		out[i] = bar{X: float64(i) * bw, Y: height - h, W: bw - 2, H: h, Label: label(i), Count: c}
 	}
 	return out
-}
-
-func unwrapPath(err error) error {
-	if pe, ok := err.(*os.PathError); ok {
-		return pe.Err
-	}
-	return err
 }
